@@ -1,0 +1,99 @@
+"""The in-memory form of one TpuGraphs file: a graph plus the configurations measured on it.
+
+These dataclasses are the boundary between the featurizer (which produces them), the npz
+reader/writer, and everything that trains or evaluates on them. Arrays keep the exact dtypes
+and shapes of the TpuGraphs files (see docs/format.md), so a sample written and read back is
+bit-identical.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+COLLECTIONS = ("tile", "layout", "flags")
+
+
+@dataclass
+class GraphArrays:
+    """A tensor program as TpuGraphs arrays.
+
+    `edge_index[i] = [u, v]` means node u consumes the output of node v.
+    `node_splits` (1, k) holds the first node of each computation group, then the node count.
+    """
+
+    node_feat: np.ndarray  # (n, 140) float32; wider when extended features are on
+    node_opcode: np.ndarray  # (n,) uint8
+    edge_index: np.ndarray  # (m, 2) int64
+    node_splits: np.ndarray | None = None  # (1, k) int64
+
+    @property
+    def num_nodes(self) -> int:
+        return int(self.node_opcode.shape[0])
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edge_index.shape[0])
+
+
+@dataclass
+class TileConfigs:
+    """Kernel-level configs: one tile-size vector per config (TpuGraphs tile collection)."""
+
+    config_feat: np.ndarray  # (c, 24) float32
+    config_runtime: np.ndarray  # (c,) int64 ns
+    config_runtime_normalizers: np.ndarray  # (c,) int64 ns, runtime of the default tile config
+
+
+@dataclass
+class LayoutConfigs:
+    """Per-node layout configs (TpuGraphs layout collection)."""
+
+    node_config_ids: np.ndarray  # (nc,) int64, indices into the graph's nodes
+    node_config_feat: np.ndarray  # (c, nc, 18) float32, -1 pads, all -1 = compiler default
+    config_runtime: np.ndarray  # (c,) int64 ns
+
+
+@dataclass
+class FlagConfigs:
+    """hlotune's graph-level config collection: one row of named features per config.
+
+    Used for module-level compiler options (XLA flags) measured by hlotune itself.
+    `config_runtime_samples` optionally keeps every measured sample (ns) behind the median.
+    """
+
+    config_feat: np.ndarray  # (c, f) float32
+    config_feat_names: np.ndarray  # (f,) unicode
+    config_runtime: np.ndarray  # (c,) int64 ns (median)
+    config_runtime_samples: np.ndarray | None = None  # (c, s) int64 ns
+
+
+Configs = TileConfigs | LayoutConfigs | FlagConfigs
+
+
+@dataclass
+class GraphSample:
+    """One TpuGraphs file: a graph, its configurations and where it came from."""
+
+    graph: GraphArrays
+    configs: Configs | None
+    name: str = ""
+    source: str = ""  # path or program spec it was built from
+
+    @property
+    def collection(self) -> str | None:
+        return collection_of(self.configs)
+
+    @property
+    def num_configs(self) -> int:
+        return 0 if self.configs is None else int(self.configs.config_runtime.shape[0])
+
+    @property
+    def labelled(self) -> bool:
+        """Test splits of TpuGraphs carry runtimes that are all 0: their labels are secret."""
+        return self.num_configs > 0 and bool(np.any(self.configs.config_runtime != 0))
+
+
+def collection_of(configs: Configs | None) -> str | None:
+    return {TileConfigs: "tile", LayoutConfigs: "layout", FlagConfigs: "flags"}.get(type(configs))

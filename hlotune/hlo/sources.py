@@ -1,0 +1,71 @@
+"""Every way into an HloGraph: JAX callables, HLO text, HloModuleProto and raw TpuGraphs files."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from hlotune.compiler import xla
+from hlotune.errors import HlotuneError
+from hlotune.hlo.graph import HloGraph
+from hlotune.hlo.proto import graph_from_proto
+from hlotune.hlo.records import MODULE, ModuleRecord, read_pb
+
+
+def from_jax(fn: Callable, *args, optimized: bool = False, name: str = "") -> HloGraph:
+    """The graph of `jax.jit(fn)(*args)`; `optimized` takes it after XLA:CPU's passes."""
+    graph = graph_from_proto(xla.lowered_proto(fn, args, optimized=optimized))
+    if name:
+        graph.name = name
+    return graph
+
+
+def from_text(text: str, *, optimized: bool = False) -> HloGraph:
+    proto = xla.text_to_proto(text)
+    return graph_from_proto(xla.optimize_proto(proto) if optimized else proto)
+
+
+def from_proto(data: bytes, *, optimized: bool = False) -> HloGraph:
+    return graph_from_proto(xla.optimize_proto(data) if optimized else data)
+
+
+def read_file(path: str | Path, *, optimized: bool = False) -> tuple[str, list[ModuleRecord]]:
+    """Read an HLO text file or any `.pb`: (kind, one record per module in it)."""
+    path = Path(path)
+    data = _read_bytes(path)
+    try:
+        if path.suffix == ".pb":
+            return _read_pb(data, path.name.removesuffix(".pb"), optimized)
+        return "HloText", [ModuleRecord(from_text(_utf8(data), optimized=optimized), None)]
+    except HlotuneError as error:
+        raise HlotuneError(f"{path}: {error}") from None
+
+
+def _read_pb(data: bytes, name: str, optimized: bool) -> tuple[str, list[ModuleRecord]]:
+    kind, records = read_pb(data, name=name)
+    if optimized:
+        if kind != MODULE:
+            raise HlotuneError(f"--optimized applies to programs, not to {kind} records")
+        records[0].graph = from_proto(data, optimized=True)
+    return kind, records
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise HlotuneError("not HLO text (not UTF-8); protobuf files need the .pb suffix") from None
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise HlotuneError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise HlotuneError(f"{path}: is a folder, expected a file") from None
+    except OSError as error:
+        raise HlotuneError(f"{path}: cannot read ({error.strerror})") from None
+    if not data:
+        raise HlotuneError(f"{path}: empty file")
+    return data

@@ -1,0 +1,80 @@
+"""Programs by name: `zoo:NAME[@SIZE[-train]]` or `path/to/file.py:FACTORY`.
+
+`FACTORY()` returns `(function, example_args)`; the user's code is imported as it is.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hlotune.errors import HlotuneError
+
+ZOO_PREFIX = "zoo:"
+TRAIN_SUFFIX = "-train"
+
+
+@dataclass
+class Program:
+    name: str  # the spec it was loaded from
+    fn: Callable
+    args: tuple
+
+
+def load_program(spec: str) -> Program:
+    if spec.startswith(ZOO_PREFIX):
+        return _zoo_program(spec)
+    path, sep, factory = spec.rpartition(":")
+    if sep and path.endswith(".py"):
+        return _file_program(spec, Path(path), factory)
+    raise HlotuneError(f"not a program spec: {spec!r} (expected zoo:NAME[@VARIANT] or file.py:FACTORY)")
+
+
+def zoo_variants(name: str) -> list[str]:
+    from hlotune.zoo import WORKLOADS
+
+    sizes = list(WORKLOADS[name].sizes)
+    return sizes + [size + TRAIN_SUFFIX for size in sizes]
+
+
+def _zoo_program(spec: str) -> Program:
+    from hlotune.zoo import WORKLOADS
+
+    name, _, variant = spec.removeprefix(ZOO_PREFIX).partition("@")
+    if name not in WORKLOADS:
+        raise HlotuneError(f"unknown zoo program {name!r}; known: {', '.join(sorted(WORKLOADS))}")
+    workload = WORKLOADS[name]
+    variant = variant or next(iter(workload.sizes))
+    size = variant.removesuffix(TRAIN_SUFFIX)
+    if size not in workload.sizes:
+        raise HlotuneError(
+            f"unknown variant {variant!r} of zoo:{name}; known: {', '.join(zoo_variants(name))}"
+        )
+    fn, args = workload.program(size, train=variant.endswith(TRAIN_SUFFIX))
+    return Program(f"{ZOO_PREFIX}{name}@{variant}", fn, args)
+
+
+def _file_program(spec: str, path: Path, factory: str) -> Program:
+    if not path.is_file():
+        raise HlotuneError(f"{path}: no such file")
+    module_name = f"hlotune_user_{path.stem}"
+    module_spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[module_name] = module
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as error:
+        raise HlotuneError(f"{path}: importing it failed: {type(error).__name__}: {error}") from None
+    build = getattr(module, factory, None)
+    if not callable(build):
+        raise HlotuneError(f"{path}: has no function {factory!r}")
+    try:
+        fn, args = build()
+    except Exception as error:
+        raise HlotuneError(f"{spec}: the factory failed: {type(error).__name__}: {error}") from None
+    if not callable(fn):
+        raise HlotuneError(f"{spec}: the factory must return (function, example_args)")
+    return Program(spec, fn, tuple(args))

@@ -1,0 +1,43 @@
+"""Small convolutional classifier (conv + ReLU + pooling, then a dense head)."""
+
+import jax
+import jax.numpy as jnp
+
+from hlotune.zoo.base import Workload, dense_init, softmax_cross_entropy
+
+
+def init(key, *, batch: int, image: int, channels: int, depth: int, classes: int):
+    keys = jax.random.split(key, depth + 2)
+    widths = [3] + [channels * 2**i for i in range(depth)]
+    convs = [
+        jax.random.normal(k, (3, 3, a, b)) / jnp.sqrt(9 * a)
+        for k, a, b in zip(keys, widths[:-1], widths[1:])
+    ]
+    head = dense_init(keys[depth], widths[-1], classes)
+    x = jax.random.normal(keys[-1], (batch, image, image, 3))
+    return {"convs": convs, "head": head}, x, jnp.arange(batch) % classes
+
+
+def apply(params, x):
+    for kernel in params["convs"]:
+        x = jax.lax.conv_general_dilated(
+            x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+        )
+        x = jax.nn.relu(x)
+        x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+    x = x.mean(axis=(1, 2))
+    return x @ params["head"]["w"] + params["head"]["b"]
+
+
+WORKLOAD = Workload(
+    name="cnn",
+    description="CNN classifier (3x3 conv + ReLU + max-pool blocks, global average pool)",
+    sizes={
+        "tiny": dict(batch=2, image=16, channels=8, depth=2, classes=10),
+        "small": dict(batch=8, image=32, channels=16, depth=3, classes=10),
+        "base": dict(batch=32, image=64, channels=32, depth=4, classes=100),
+    },
+    init=init,
+    apply=apply,
+    loss=softmax_cross_entropy,
+)

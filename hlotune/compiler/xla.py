@@ -25,16 +25,6 @@ def lowered_proto(fn: Callable, args: Sequence, *, optimized: bool = False) -> b
     return executable.hlo_modules()[0].as_serialized_hlo_module_proto()
 
 
-def text_to_proto(text: str) -> bytes:
-    """Parse HLO text with XLA's own parser."""
-    from jaxlib import _hlo
-
-    try:
-        return _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
-    except Exception as error:
-        raise HlotuneError(f"not valid HLO text: {_first_line(error)}") from None
-
-
 def optimize_proto(proto: bytes) -> bytes:
     """Run XLA:CPU's optimisation passes on a module and return the optimised module."""
     import jax

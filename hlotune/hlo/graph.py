@@ -183,6 +183,10 @@ class HloGraph:
                 ) from None
         return out
 
+    def resolve_references(self) -> None:
+        """Resolve every id now, so that a dangling one fails at import, not in a later stage."""
+        _ = self.is_root, self.operands, self.called_roots
+
     def edge_index(self) -> np.ndarray:
         """TpuGraphs edges [u, v] = "u consumes v": operands, then caller -> callee root; sorted."""
         pairs = [

@@ -34,11 +34,13 @@ def graph_from_fields(module: wire.Fields, *, name: str = "") -> HloGraph:
     computations = [_computation(c) for c in wire.messages(module, 3)]
     if not computations or not any(c.instructions for c in computations):
         raise HlotuneError("not an HloModuleProto: it holds no computations with instructions")
-    return HloGraph(
+    graph = HloGraph(
         name=name or wire.string(module, 1),
         computations=computations,
         entry_computation_id=wire.integer(module, 6),
     )
+    graph.resolve_references()
+    return graph
 
 
 def _computation(fields: wire.Fields) -> Computation:

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hlotune.compiler import xla
+from hlotune.compiler.text_parser import text_to_proto
 from hlotune.errors import HlotuneError
 from hlotune.hlo.graph import HloGraph
 from hlotune.hlo.proto import graph_from_proto
@@ -21,7 +22,7 @@ def from_jax(fn: Callable, *args, optimized: bool = False, name: str = "") -> Hl
 
 
 def from_text(text: str, *, optimized: bool = False) -> HloGraph:
-    proto = xla.text_to_proto(text)
+    proto = text_to_proto(text)
     return graph_from_proto(xla.optimize_proto(proto) if optimized else proto)
 
 

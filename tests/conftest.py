@@ -1,0 +1,23 @@
+"""Fixtures shared by the test modules."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session")
+def tpugraphs_dir() -> Path:
+    """The real TpuGraphs fixture folder, or a skip where this checkout has none.
+
+    $HLOTUNE_SHARED_DATA names the shared `data` folder; otherwise it sits beside the repo.
+    """
+    data = Path(os.environ.get("HLOTUNE_SHARED_DATA") or REPO.parent / "shared" / "data")
+    folder = data / "tpugraphs"
+    if not folder.is_dir():
+        pytest.skip(reason=f"no TpuGraphs fixtures at {folder} (set HLOTUNE_SHARED_DATA)")
+    return folder

@@ -27,7 +27,7 @@ def lowered_proto(fn: Callable, args: Sequence, *, optimized: bool = False) -> b
 
 def optimize_proto(proto: bytes) -> bytes:
     """Run XLA:CPU's optimisation passes on a module and return the optimised module."""
-    import jax
+    import jax.extend
     from jax._src.lib import xla_client
 
     try:

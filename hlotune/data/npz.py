@@ -144,9 +144,31 @@ def _problems(
     return problems
 
 
+class InvalidFile(HlotuneError):
+    """A file that breaks the schema; `problems` lists each broken rule on its own line."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def check_file(path: PathLike) -> tuple[GraphSample | None, list[str]]:
+    """Read a file and list every problem instead of stopping at the first bad one.
+
+    The sample is None when the file cannot be read at all (missing, truncated, wrong keys).
+    """
+    try:
+        sample = read_sample(path, validate=False)
+    except InvalidFile as err:
+        return None, err.problems
+    except HlotuneError as err:
+        return None, [str(err)]
+    return sample, validate_arrays(_from_sample(sample), path)
+
+
 def _raise_if(problems: list[str]) -> None:
     if problems:
-        raise HlotuneError("; ".join(problems))
+        raise InvalidFile(problems)
 
 
 def _open_archive(path: Path) -> zipfile.ZipFile:

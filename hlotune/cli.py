@@ -1,0 +1,134 @@
+"""The `hlotune` command: one entry point, one subcommand per stage of the pipeline."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from hlotune import __version__
+from hlotune.errors import HlotuneError
+
+DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except HlotuneError as error:
+        print(f"hlotune: error: {error}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `hlotune inspect ... | head`: the reader left, nothing to report
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("hlotune: interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # a bug, not bad input: still one line unless debugging
+        if os.environ.get("HLOTUNE_DEBUG"):
+            raise
+        print(
+            f"hlotune: internal error: {type(error).__name__}: {error} "
+            "(set HLOTUNE_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 3
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hlotune",
+        description="ML for ML compilers: TpuGraphs-compatible graphs of XLA programs, "
+        "learned cost models and autotuning.",
+    )
+    parser.add_argument("--version", action="version", version=f"hlotune {__version__}")
+    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+
+    featurize = commands.add_parser(
+        "featurize",
+        help="turn a program, HLO text or .pb into TpuGraphs arrays",
+        description="Featurize SRC into TpuGraphs arrays (node_feat 140, node_opcode, "
+        "edge_index, node_splits; plus the configs of a raw TpuGraphs record) and print a "
+        "summary. SRC: zoo:NAME[@VARIANT], path/to/file.py:FACTORY, an HLO text file, or a .pb "
+        "(HloModuleProto or raw TpuGraphs record).",
+    )
+    featurize.add_argument("source", nargs="?", default=DEFAULT_PROGRAM, metavar="SRC",
+                           help=f"what to featurize (default: {DEFAULT_PROGRAM})")
+    featurize.add_argument("-o", "--output", type=Path,
+                           help="write OUT.npz (a folder when SRC holds several modules)")
+    featurize.add_argument("--optimized", action="store_true",
+                           help="featurize the module after XLA:CPU's optimisation passes")
+    featurize.add_argument("--extended", action="store_true",
+                           help="append the extended features (docs/features.md)")
+    featurize.add_argument("--json", action="store_true", help="print one JSON object per module")
+    featurize.set_defaults(run=_featurize)
+
+    inspect = commands.add_parser(
+        "inspect",
+        help="describe and validate TpuGraphs files",
+        description="Describe every TpuGraphs file at PATH (a file or a dataset folder): nodes, "
+        "edges, configs, configurable nodes, opcode histogram, runtime statistics and the "
+        "validation result. Exit code 0 only if every file is valid.",
+    )
+    inspect.add_argument("path", type=Path, metavar="PATH")
+    inspect.add_argument("--json", action="store_true", help="print one JSON object per file")
+    inspect.set_defaults(run=_inspect)
+
+    zoo = commands.add_parser("zoo", help="list the built-in JAX programs")
+    zoo.set_defaults(run=_zoo)
+    return parser
+
+
+def _featurize(args: argparse.Namespace) -> int:
+    from hlotune.data.npz import write_sample
+    from hlotune.hlo.sources import load_samples
+    from hlotune.inspect import describe, format_inspection
+
+    samples = load_samples(args.source, optimized=args.optimized, extended=args.extended)
+    targets = _output_paths(args.output, samples)
+    for sample, target in zip(samples, targets):
+        if target is not None:
+            write_sample(target, sample)
+        info = describe(sample, str(target or sample.name), [])
+        print(json.dumps(info.to_json()) if args.json else format_inspection(info))
+    return 0
+
+
+def _output_paths(output: Path | None, samples) -> list[Path | None]:
+    if output is None:
+        return [None] * len(samples)
+    if len(samples) == 1:
+        return [output if output.suffix == ".npz" else output / f"{samples[0].name}.npz"]
+    if output.suffix == ".npz":
+        raise HlotuneError(
+            f"SRC holds {len(samples)} modules: give -o a folder, not the file {output}"
+        )
+    return [output / f"{sample.name}.npz" for sample in samples]
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from hlotune.inspect import format_inspection, inspect_path
+
+    all_valid = True
+    for info in inspect_path(args.path):
+        all_valid &= info.valid
+        print(json.dumps(info.to_json()) if args.json else format_inspection(info), flush=True)
+    return 0 if all_valid else 1
+
+
+def _zoo(args: argparse.Namespace) -> int:
+    from hlotune.program import zoo_variants
+    from hlotune.zoo import WORKLOADS
+
+    for name, workload in WORKLOADS.items():
+        print(f"zoo:{name:<14} {workload.description}")
+        print(f"    variants: {', '.join(zoo_variants(name))}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""Describe and validate TpuGraphs files: what `hlotune inspect` prints.
+
+An npz is read lazily and checked against the schema; a `.pb` or HLO text file is featurized
+first, so raw records describe themselves the same way as the npz made from them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from hlotune.data.dataset import split_info
+from hlotune.data.npz import check_file
+from hlotune.data.sample import GraphSample, LayoutConfigs, TileConfigs
+from hlotune.errors import HlotuneError
+from hlotune.hlo.opcodes import OPCODE_NAMES
+from hlotune.hlo.sources import load_samples
+
+INSPECTABLE = (".npz", ".pb", ".hlo", ".txt")
+_TOP_OPCODES = 10
+
+
+@dataclass
+class Inspection:
+    """What one file holds, and whether it follows the schema (JSON-ready)."""
+
+    path: str
+    collection: str | None = None
+    nodes: int = 0
+    edges: int = 0
+    configs: int = 0
+    configurable_nodes: int = 0
+    labelled: bool = False
+    split: dict = field(default_factory=dict)
+    opcodes: dict[str, int] = field(default_factory=dict)  # the most frequent, by count
+    runtime_ns: dict[str, float] = field(default_factory=dict)  # min / median / max
+    valid: bool = True
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def inspect_path(path: str | Path) -> Iterator[Inspection]:
+    """One Inspection per file: `path` itself, or every inspectable file under a folder."""
+    path = Path(path)
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.suffix in INSPECTABLE and p.is_file())
+        if not files:
+            raise HlotuneError(f"{path}: no {', '.join(INSPECTABLE)} files in this folder")
+    elif path.exists():
+        files = [path]
+    else:
+        raise HlotuneError(f"{path}: no such file or folder")
+    for file in files:
+        yield from inspect_file(file)
+
+
+def inspect_file(path: Path) -> list[Inspection]:
+    if path.suffix == ".npz":
+        sample, errors = check_file(path)
+        return [describe(sample, str(path), errors)]
+    try:
+        samples = load_samples(str(path))
+    except HlotuneError as error:
+        return [describe(None, str(path), [str(error)])]
+    many = len(samples) > 1
+    return [describe(s, f"{path}#{s.name}" if many else str(path), []) for s in samples]
+
+
+def describe(sample: GraphSample | None, path: str, errors: list[str]) -> Inspection:
+    info = Inspection(path=path, split=_split(path), valid=not errors, errors=errors)
+    if sample is None:
+        return info
+    graph, configs = sample.graph, sample.configs
+    info.collection = sample.collection
+    info.nodes, info.edges, info.configs = graph.num_nodes, graph.num_edges, sample.num_configs
+    info.labelled = sample.labelled
+    if isinstance(configs, LayoutConfigs):
+        info.configurable_nodes = int(configs.node_config_ids.shape[0])
+    counts = Counter(graph.node_opcode.tolist()).most_common(_TOP_OPCODES)
+    info.opcodes = {_opcode_name(op): n for op, n in counts}
+    if sample.labelled:
+        info.runtime_ns = _runtime_stats(configs)
+    return info
+
+
+def _split(path: str) -> dict:
+    return {k: v for k, v in asdict(split_info(path.split("#")[0])).items() if v is not None}
+
+
+def _opcode_name(opcode: int) -> str:
+    return OPCODE_NAMES[opcode] if opcode < len(OPCODE_NAMES) else f"#{opcode}"
+
+
+def _runtime_stats(configs) -> dict[str, float]:
+    runtimes = configs.config_runtime.astype(np.float64)
+    stats = {"min": runtimes.min(), "median": float(np.median(runtimes)), "max": runtimes.max()}
+    if isinstance(configs, TileConfigs):
+        normalised = runtimes / configs.config_runtime_normalizers
+        stats |= {"normalised_min": normalised.min(), "normalised_max": normalised.max()}
+    return {key: float(value) for key, value in stats.items()}
+
+
+def _stat(name: str, value: float) -> str:
+    if name.startswith("normalised"):
+        return f"{name} {value:.4g}"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if value >= scale:
+            return f"{name} {value / scale:.4g} {unit}"
+    return f"{name} {value:.4g} ns"
+
+
+def format_inspection(info: Inspection) -> str:
+    """A short human-readable block for one file."""
+    status = "valid" if info.valid else f"INVALID: {len(info.errors)} problem(s)"
+    split = "/".join(str(v) for v in info.split.values())
+    kind = info.collection or ("graph-only" if info.nodes else "unreadable")
+    lines = [
+        f"{info.path}: {kind}{f' [{split}]' if split else ''}, {status}",
+        f"  nodes {info.nodes:,}  edges {info.edges:,}  configs {info.configs:,}"
+        + (f"  configurable nodes {info.configurable_nodes:,}" if info.configurable_nodes else ""),
+    ]
+    if info.opcodes:
+        lines.append("  opcodes: " + ", ".join(f"{op} {n}" for op, n in info.opcodes.items()))
+    if info.runtime_ns:
+        lines.append("  runtime: " + ", ".join(_stat(k, v) for k, v in info.runtime_ns.items()))
+    elif info.configs:
+        lines.append("  runtimes: all 0 (unlabelled test split)")
+    lines += [f"  error: {error}" for error in info.errors]
+    return "\n".join(lines)

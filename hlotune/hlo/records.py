@@ -79,8 +79,10 @@ def _module_tuning_data(fields: wire.Fields, name: str) -> ModuleRecord:
     node_ids = wire.ints(fields, 4, signed=False)
     if any(wire.message(run, 2) is not None for run in runs) or node_ids:
         configs = _layout_configs(runs, node_ids, graph.num_nodes)
-    else:
+    elif runs:
         configs = _tile_configs(runs, graph.name)
+    else:
+        configs = None  # a kernel with no successful run: its graph alone
     return ModuleRecord(graph, configs, wire.integer(fields, 2, signed=False))
 
 

@@ -1,0 +1,128 @@
+"""The `hlotune` command as users run it: real processes, exit codes, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hlotune.data.npz import read_sample
+
+
+def hlotune(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "hlotune.cli", *map(str, args)], capture_output=True, text=True
+    )
+
+
+def assert_clean_error(result: subprocess.CompletedProcess, fragment: str) -> None:
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+
+
+def test_help_lists_the_commands():
+    result = hlotune("--help")
+    assert result.returncode == 0
+    for command in ("featurize", "inspect", "zoo"):
+        assert command in result.stdout
+
+
+def test_featurize_zoo_program_writes_a_valid_npz(tmp_path):
+    out = tmp_path / "mlp.npz"
+    result = hlotune("featurize", "zoo:mlp@tiny", "-o", out, "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    sample = read_sample(out)
+    assert summary["nodes"] == sample.graph.num_nodes > 10
+    assert sample.graph.node_feat.shape[1] == 140
+
+
+def test_featurize_raw_record_matches_the_official_npz(tmp_path, tpugraphs_dir):
+    valid = "layout/xla/default/valid/unet_3d.4x4.bf16"
+    out = tmp_path / "unet.npz"
+    result = hlotune("featurize", tpugraphs_dir / "pb" / f"{valid}.pb", "-o", out)
+    assert result.returncode == 0, result.stderr
+    ours, official = read_sample(out), read_sample(tpugraphs_dir / "npz" / f"{valid}.npz")
+    np.testing.assert_array_equal(ours.graph.node_feat, official.graph.node_feat)
+    np.testing.assert_array_equal(ours.configs.node_config_ids, official.configs.node_config_ids)
+    assert ours.num_configs == 112
+
+
+def test_inspect_every_fixture_as_json(tpugraphs_dir):
+    result = hlotune("inspect", tpugraphs_dir, "--json")
+    assert result.returncode == 0, result.stderr
+    reports = [json.loads(line) for line in result.stdout.splitlines()]
+    npz = [r for r in reports if r["path"].endswith(".npz")]
+    assert len(npz) == 6 and all(r["valid"] and not r["errors"] for r in reports)
+    for report in reports:
+        assert {"path", "collection", "nodes", "edges", "configs", "valid", "errors"} <= set(report)
+        assert report["labelled"] == (report["configs"] > 0 and "/test/" not in report["path"])
+    unet = next(r for r in npz if "unet_3d" in r["path"])
+    assert (unet["nodes"], unet["edges"], unet["configs"]) == (3163, 5112, 1965)
+    assert unet["configurable_nodes"] == 62
+
+
+def test_inspect_fails_on_an_invalid_file_in_a_folder(tmp_path, tpugraphs_dir):
+    shutil.copy(next((tpugraphs_dir / "npz" / "tile").rglob("*.npz")), tmp_path / "good.npz")
+    (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 truncated")
+    result = hlotune("inspect", tmp_path, "--json")
+    assert result.returncode == 1
+    reports = {json.loads(line)["path"].split("/")[-1]: json.loads(line) for line in result.stdout.splitlines()}
+    assert reports["good.npz"]["valid"] and not reports["bad.npz"]["valid"]
+    assert "bad.npz" in reports["bad.npz"]["errors"][0]
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("featurize", "zoo:no_such_model"), "unknown zoo program"),
+        (("featurize", "zoo:mlp@huge"), "unknown variant"),
+        (("featurize", "missing.hlo"), "no such file"),
+        (("featurize", "missing.py:make"), "no such file"),
+        (("inspect", "missing_folder"), "no such file or folder"),
+    ],
+)
+def test_bad_arguments_give_one_line_errors(args, fragment):
+    assert_clean_error(hlotune(*args), fragment)
+
+
+def test_bad_files_give_one_line_errors(tmp_path):
+    (tmp_path / "empty.hlo").write_bytes(b"")
+    (tmp_path / "garbage.pb").write_bytes(b"\x0a\xff\xff\xff\xff garbage")
+    (tmp_path / "broken.hlo").write_text("HloModule m\nENTRY e {\n  ROOT x = f32[2] add(y, z)\n}\n")
+    assert_clean_error(hlotune("featurize", tmp_path / "empty.hlo"), "empty file")
+    assert_clean_error(hlotune("featurize", tmp_path / "garbage.pb"), "garbage.pb")
+    assert_clean_error(hlotune("featurize", tmp_path / "broken.hlo"), "not valid HLO text")
+
+
+def test_user_program_from_a_python_file(tmp_path):
+    (tmp_path / "model.py").write_text(
+        "import jax.numpy as jnp\n"
+        "def make():\n"
+        "    return (lambda x: jnp.exp(x) @ x.T), (jnp.ones((4, 4)),)\n"
+        "def broken():\n"
+        "    raise RuntimeError('boom')\n"
+    )
+    result = hlotune("featurize", f"{tmp_path / 'model.py'}:make", "--optimized", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1])["nodes"] >= 3
+    assert_clean_error(hlotune("featurize", f"{tmp_path / 'model.py'}:broken"), "boom")
+    assert_clean_error(hlotune("featurize", f"{tmp_path / 'model.py'}:absent"), "no function")
+
+
+def test_featurizing_several_modules_into_one_file_is_refused(tmp_path):
+    from hlotune.compiler.xla import lowered_proto
+    from hlotune.hlo import wire
+    from hlotune.program import load_program
+
+    program = load_program("zoo:mlp@tiny")
+    kernel = wire.field_bytes(1, lowered_proto(program.fn, program.args))
+    (tmp_path / "kernels.pb").write_bytes(wire.field_bytes(1, kernel) * 2)
+    result = hlotune("featurize", tmp_path / "kernels.pb", "-o", tmp_path / "one.npz")
+    assert_clean_error(result, "give -o a folder")

@@ -1,3 +1,28 @@
-"""hlotune: machine learning for ML compilers (TpuGraphs graphs, cost models, XLA autotuning)."""
+"""hlotune: machine learning for ML compilers (TpuGraphs graphs, cost models, XLA autotuning).
+
+The top-level API mirrors the `hlotune` command; heavy imports (jax) wait until first use.
+"""
+
+from __future__ import annotations
 
 __version__ = "0.1.0"
+
+_API = {
+    "featurize": ("hlotune.hlo.sources", "load_samples"),
+    "inspect": ("hlotune.inspect", "inspect_path"),
+    "load_program": ("hlotune.program", "load_program"),
+    "read_sample": ("hlotune.data.npz", "read_sample"),
+    "write_sample": ("hlotune.data.npz", "write_sample"),
+    "Dataset": ("hlotune.data.dataset", "Dataset"),
+}
+
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'hlotune' has no attribute {name!r}")
+    from importlib import import_module
+
+    module, attribute = _API[name]
+    return getattr(import_module(module), attribute)

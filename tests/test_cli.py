@@ -126,3 +126,14 @@ def test_featurizing_several_modules_into_one_file_is_refused(tmp_path):
     (tmp_path / "kernels.pb").write_bytes(wire.field_bytes(1, kernel) * 2)
     result = hlotune("featurize", tmp_path / "kernels.pb", "-o", tmp_path / "one.npz")
     assert_clean_error(result, "give -o a folder")
+
+
+def test_python_api_mirrors_the_cli(tmp_path, tpugraphs_dir):
+    import hlotune
+
+    (sample,) = hlotune.featurize("zoo:mlp@tiny", extended=True)
+    assert sample.graph.node_feat.shape[1] > 140
+    hlotune.write_sample(tmp_path / "mlp.npz", sample)
+    (report,) = hlotune.inspect(tmp_path / "mlp.npz")
+    assert report.valid and report.nodes == sample.graph.num_nodes
+    assert len(hlotune.Dataset(tpugraphs_dir / "npz")) == 6

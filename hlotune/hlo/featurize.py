@@ -13,32 +13,37 @@ import numpy as np
 
 from hlotune.data.sample import GraphArrays
 from hlotune.hlo.extended_features import extended_row
-from hlotune.hlo.graph import HloGraph, Instruction
+from hlotune.hlo.graph import HloGraph, Instruction, PaddingDim, SliceDim, WindowDim
 from hlotune.hlo.opcodes import opcode_id
 
 NUM_NODE_FEATURES = 140
 
-# PrimitiveType number -> position in the one-hot block (columns 2-20).
+# The PrimitiveType numbers of the one-hot block (columns 2-20), in column order.
 _ONE_HOT_ORDER = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 15, 18, 13, 14, 17)
-_ONE_HOT_COLUMN = {ptype: 2 + i for i, ptype in enumerate(_ONE_HOT_ORDER)}
+_NO_ONE_HOT = (0,) * len(_ONE_HOT_ORDER)
+_ONE_HOT = {  # PrimitiveType number -> the block's 19 values, built once
+    ptype: tuple(int(j == i) for j in range(len(_ONE_HOT_ORDER)))
+    for i, ptype in enumerate(_ONE_HOT_ORDER)
+}
 _SPLIT_MARKERS = ("cluster", "while", "cond")
 _CHUNK = 8192  # rows built as Python ints before one conversion to int64
 
 
 def featurize(graph: HloGraph, *, extended: bool = False) -> GraphArrays:
     """The TpuGraphs arrays of a module; `extended` appends docs/features.md's extra columns."""
-    is_root = graph.is_root
-    blocks = []
+    is_root = graph.is_root.tolist()
+    width = NUM_NODE_FEATURES + (len(extended_row(None)) if extended else 0)
+    node_feat = np.empty((graph.num_nodes, width), np.float32)  # filled in place: no copies
     for start in range(0, graph.num_nodes, _CHUNK):
         chunk = graph.instructions[start : start + _CHUNK]
-        rows = [node_row(inst, bool(is_root[start + i])) for i, inst in enumerate(chunk)]
-        block = _to_float32(rows)
+        block = node_feat[start : start + len(chunk)]
+        block[:, :NUM_NODE_FEATURES] = _to_float32(
+            [node_row(inst, is_root[start + i]) for i, inst in enumerate(chunk)]
+        )
         if extended:
-            block = np.hstack([block, np.array([extended_row(i) for i in chunk], np.float32)])
-        blocks.append(block)
-    width = NUM_NODE_FEATURES + (len(extended_row(None)) if extended else 0)
+            block[:, NUM_NODE_FEATURES:] = np.array([extended_row(i) for i in chunk], np.float32)
     return GraphArrays(
-        node_feat=np.vstack(blocks) if blocks else np.zeros((0, width), np.float32),
+        node_feat=node_feat,
         node_opcode=np.array([opcode_id(i.opcode) for i in graph.instructions], np.uint8),
         edge_index=graph.edge_index(),
         node_splits=node_splits(graph),
@@ -60,37 +65,23 @@ def node_splits(graph: HloGraph) -> np.ndarray:
 def node_row(inst: Instruction, is_root: bool) -> list[int]:
     """The 140 features of one instruction, as Python ints."""
     shape = inst.shape
-    one_hot = [0] * 19
-    column = _ONE_HOT_COLUMN.get(shape.element_type)
-    if column is not None:
-        one_hot[column - 2] = 1
-    window = inst.window
     conv = inst.convolution_dims
-    slices = inst.slice_dims
+    # Most instructions lack windows, slices and padding: those groups come precomputed.
     return [
         int(is_root),
         0,  # element_size_in_bits: always 0 in TpuGraphs
-        *one_hot,
+        *_ONE_HOT.get(shape.element_type, _NO_ONE_HOT),
         *seq(shape.dims, 6),
         len(shape.tuple_shapes),
         inst.parameter_number,
         *no_agg(inst.dimensions, 6),
-        *seq([w.size for w in window], 6),
-        *seq([w.stride for w in window], 6),
-        *seq([w.padding_low for w in window], 6),
-        *seq([w.padding_high for w in window], 6),
-        *seq([w.window_dilation for w in window], 6),
-        *seq([w.base_dilation for w in window], 6),
-        *bools([w.window_reversal for w in window], 6),
+        *(_window(inst.window) if inst.window else _NO_WINDOW),
         *(_convolution(conv) if conv is not None else _NO_CONVOLUTION),
         inst.feature_group_count,
         inst.batch_group_count,
-        *seq([s.start for s in slices], 2),
-        *seq([s.stride for s in slices], 2),
-        *seq([s.limit for s in slices], 2),
+        *(_slices(inst.slice_dims) if inst.slice_dims else _NO_SLICES),
         *seq(inst.dynamic_slice_sizes, 2),
-        *seq([p.low for p in inst.padding], 2),
-        *seq([p.high for p in inst.padding], 2),
+        *(_padding(inst.padding) if inst.padding else _NO_PADDING),
         int(inst.is_stable),
         *no_agg(shape.minor_to_major, 6),
     ]
@@ -115,6 +106,30 @@ def bools(values: Sequence[bool], k: int) -> list[int]:
     return [*map(int, values[:k]), *[0] * (k - len(values)), true, len(values) - true]
 
 
+def _window(window: Sequence[WindowDim]) -> list[int]:
+    return [
+        *seq([w.size for w in window], 6),
+        *seq([w.stride for w in window], 6),
+        *seq([w.padding_low for w in window], 6),
+        *seq([w.padding_high for w in window], 6),
+        *seq([w.window_dilation for w in window], 6),
+        *seq([w.base_dilation for w in window], 6),
+        *bools([w.window_reversal for w in window], 6),
+    ]
+
+
+def _slices(slices: Sequence[SliceDim]) -> list[int]:
+    return [
+        *seq([s.start for s in slices], 2),
+        *seq([s.stride for s in slices], 2),
+        *seq([s.limit for s in slices], 2),
+    ]
+
+
+def _padding(padding: Sequence[PaddingDim]) -> list[int]:
+    return [*seq([p.low for p in padding], 2), *seq([p.high for p in padding], 2)]
+
+
 def _convolution(conv) -> list[int]:
     return [
         conv.input_batch,
@@ -129,6 +144,9 @@ def _convolution(conv) -> list[int]:
 
 
 _NO_CONVOLUTION = [0] * 14
+_NO_WINDOW = _window(())
+_NO_SLICES = _slices(())
+_NO_PADDING = _padding(())
 
 
 def _to_float32(rows: Iterable[list[int]]) -> np.ndarray:

@@ -6,6 +6,9 @@ docs/format.md). Only the fields that graphs and features need are read.
 
 from __future__ import annotations
 
+import sys
+from functools import lru_cache
+
 from hlotune.errors import HlotuneError
 from hlotune.hlo import wire
 from hlotune.hlo.graph import (
@@ -31,7 +34,7 @@ def graph_from_proto(data: bytes, *, name: str = "") -> HloGraph:
 
 
 def graph_from_fields(module: wire.Fields, *, name: str = "") -> HloGraph:
-    computations = [_computation(c) for c in wire.messages(module, 3)]
+    computations = [_computation(c) for c in wire.iter_messages(module, 3)]
     if not computations or not any(c.instructions for c in computations):
         raise HlotuneError("not an HloModuleProto: it holds no computations with instructions")
     graph = HloGraph(
@@ -48,7 +51,7 @@ def _computation(fields: wire.Fields) -> Computation:
         name=wire.string(fields, 1),
         id=wire.integer(fields, 5),
         root_id=wire.integer(fields, 6),
-        instructions=[_instruction(i) for i in wire.messages(fields, 2)],
+        instructions=[_instruction(i) for i in wire.iter_messages(fields, 2)],
     )
 
 
@@ -56,12 +59,12 @@ def _instruction(f: wire.Fields) -> Instruction:
     opcode = wire.string(f, 2)
     if not opcode:
         raise HlotuneError(f"instruction {wire.string(f, 1)!r} has no opcode")
-    shape = wire.message(f, 3)
+    shape = wire.raw(f, 3)
     return Instruction(
         name=wire.string(f, 1),
-        opcode=opcode,
+        opcode=sys.intern(opcode),  # a few dozen opcodes: one string each, not one per node
         id=wire.integer(f, 35),
-        shape=_shape(shape) if shape is not None else Shape(0),
+        shape=_cached_shape(shape) if shape is not None else Shape(0),
         operand_ids=tuple(wire.ints(f, 36)),
         called_computation_ids=tuple(wire.ints(f, 38)),
         parameter_number=wire.integer(f, 9),
@@ -84,6 +87,12 @@ def _instruction(f: wire.Fields) -> Instruction:
 
 def _optional(parse, fields: wire.Fields | None):
     return None if fields is None else parse(fields)
+
+
+@lru_cache(maxsize=4096)
+def _cached_shape(data: bytes) -> Shape:
+    """Modules repeat a few shapes many times: parse each once and share it (Shape is frozen)."""
+    return _shape(wire.decode(data))
 
 
 def _shape(f: wire.Fields) -> Shape:

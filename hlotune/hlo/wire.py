@@ -8,6 +8,8 @@ length-delimited ones (sub-messages, strings, packed repeated scalars).
 
 from __future__ import annotations
 
+from collections.abc import Container, Iterator
+
 from hlotune.errors import HlotuneError
 
 Fields = dict[int, list]
@@ -27,14 +29,26 @@ def decode(buf: bytes) -> Fields:
     pos, end = 0, len(buf)
     try:
         while pos < end:
-            key, pos = _varint(buf, pos)
+            key = buf[pos]  # one-byte keys and values inline: the common case, and hot
+            if key < 0x80:
+                pos += 1
+            else:
+                key, pos = _varint(buf, pos)
             number, wire_type = key >> 3, key & 7
             if number == 0:
                 raise WireError("field number 0")
             if wire_type == _VARINT:
-                value, pos = _varint(buf, pos)
+                value = buf[pos]
+                if value < 0x80:
+                    pos += 1
+                else:
+                    value, pos = _varint(buf, pos)
             elif wire_type == _LENGTH:
-                size, pos = _varint(buf, pos)
+                size = buf[pos]
+                if size < 0x80:
+                    pos += 1
+                else:
+                    size, pos = _varint(buf, pos)
                 if pos + size > end:
                     raise WireError("length-delimited field runs past the end")
                 value, pos = buf[pos : pos + size], pos + size
@@ -78,6 +92,8 @@ def ints(fields: Fields, number: int, *, signed: bool = True) -> list[int]:
     for value in fields.get(number, ()):
         if isinstance(value, int):
             out.append(value)
+        elif value.isascii():  # every byte below 0x80: each byte is one whole varint
+            out.extend(value)
         else:
             pos, end = 0, len(value)
             try:
@@ -86,7 +102,9 @@ def ints(fields: Fields, number: int, *, signed: bool = True) -> list[int]:
                     out.append(item)
             except IndexError:
                 raise WireError(f"packed field {number} is truncated") from None
-    return [_signed(v) for v in out] if signed else out
+    if signed and out and max(out) >= _TWO_63:
+        return [_signed(v) for v in out]
+    return out
 
 
 def integer(fields: Fields, number: int, default: int = 0, *, signed: bool = True) -> int:
@@ -109,6 +127,18 @@ def message(fields: Fields, number: int) -> Fields | None:
 def messages(fields: Fields, number: int) -> list[Fields]:
     """A repeated sub-message field."""
     return [decode(_bytes(v, number)) for v in fields.get(number, ())]
+
+
+def iter_messages(fields: Fields, number: int) -> Iterator[Fields]:
+    """`messages`, decoded one at a time so that only one is alive at once."""
+    for value in fields.get(number, ()):
+        yield decode(_bytes(value, number))
+
+
+def raw(fields: Fields, number: int) -> bytes | None:
+    """A singular length-delimited field, undecoded (e.g. to cache what it decodes to)."""
+    values = fields.get(number)
+    return None if not values else _bytes(values[-1], number)
 
 
 def string(fields: Fields, number: int) -> str:
@@ -150,3 +180,43 @@ def field_bytes(number: int, payload: bytes) -> bytes:
 
 def field_packed(number: int, values: list[int]) -> bytes:
     return field_bytes(number, b"".join(encode_varint(v) for v in values))
+
+
+def partition(buf: bytes, numbers: Container[int]) -> tuple[bytes, Fields]:
+    """Split a message into the raw bytes of the fields not in `numbers` and the decoded values
+    of those in it. Rewriting a few fields then keeps every other byte (and wire type) exact."""
+    kept: list[bytes] = []
+    taken: Fields = {}
+    pos, end = 0, len(buf)
+    try:
+        while pos < end:
+            start = pos
+            key, pos = _varint(buf, pos)
+            number = key >> 3
+            value, pos = _field_value(buf, pos, number, key & 7)
+            if number in numbers:
+                taken.setdefault(number, []).append(value)
+            else:
+                kept.append(buf[start:pos])
+    except IndexError:
+        raise WireError("message is truncated") from None
+    return b"".join(kept), taken
+
+
+def _field_value(buf: bytes, pos: int, number: int, wire_type: int) -> tuple[int | bytes, int]:
+    """One field's value after its key, as `decode` reads it, and the position after it."""
+    if number == 0:
+        raise WireError("field number 0")
+    if wire_type == _VARINT:
+        return _varint(buf, pos)
+    if wire_type == _LENGTH:
+        size, pos = _varint(buf, pos)
+        if pos + size > len(buf):
+            raise WireError("length-delimited field runs past the end")
+        return buf[pos : pos + size], pos + size
+    if wire_type == _FIXED64 or wire_type == _FIXED32:
+        width = 8 if wire_type == _FIXED64 else 4
+        if pos + width > len(buf):
+            raise WireError("fixed-width field runs past the end")
+        return int.from_bytes(buf[pos : pos + width], "little"), pos + width
+    raise WireError(f"unsupported wire type {wire_type} in field {number}")

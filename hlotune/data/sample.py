@@ -48,11 +48,15 @@ class TileConfigs:
 
 @dataclass
 class LayoutConfigs:
-    """Per-node layout configs (TpuGraphs layout collection)."""
+    """Per-node layout configs (TpuGraphs layout collection).
+
+    `config_runtime_samples` is hlotune's addition for data it measured itself.
+    """
 
     node_config_ids: np.ndarray  # (nc,) int64, indices into the graph's nodes
     node_config_feat: np.ndarray  # (c, nc, 18) float32, -1 pads, all -1 = compiler default
     config_runtime: np.ndarray  # (c,) int64 ns
+    config_runtime_samples: np.ndarray | None = None  # (c, s) int64 ns
 
 
 @dataclass

@@ -194,6 +194,10 @@ GRAPH_KEYS: tuple[KeySpec, ...] = (
             required=False, rules=(Bounds(low=0, high="n"), Increasing(strict=False))),
 )
 
+# hlotune's own collections keep every measured sample behind each median.
+RUNTIME_SAMPLES = KeySpec("config_runtime_samples", "int", ("c", "s"),
+                          "every measured runtime in ns", required=False, rules=(NON_NEGATIVE,))
+
 CONFIG_KEYS: Mapping[str, tuple[KeySpec, ...]] = {
     "tile": (
         KeySpec("config_feat", "float", ("c", 24), "tile sizes of each configuration"),
@@ -211,14 +215,14 @@ CONFIG_KEYS: Mapping[str, tuple[KeySpec, ...]] = {
                 rules=(Bounds(low=0, high=5, extra=(-1,)),)),
         KeySpec("config_runtime", "int", ("c",), "runtime in ns (all 0 in test splits)",
                 rules=(NON_NEGATIVE,)),
+        RUNTIME_SAMPLES,
     ),
     "flags": (
         KeySpec("config_feat", "float", ("c", "f"), "one row of named option values per config"),
         KeySpec("config_feat_names", "unicode", ("f",), "the name of each config_feat column",
                 rules=(Unique(),)),
         KeySpec("config_runtime", "int", ("c",), "median runtime in ns", rules=(NON_NEGATIVE,)),
-        KeySpec("config_runtime_samples", "int", ("c", "s"), "every measured runtime in ns",
-                required=False, rules=(NON_NEGATIVE,)),
+        RUNTIME_SAMPLES,
     ),
 }
 

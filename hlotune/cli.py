@@ -78,6 +78,27 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print one JSON object per file")
     inspect.set_defaults(run=_inspect)
 
+    collect = commands.add_parser(
+        "collect",
+        help="measure programs under many compiler configs into a dataset",
+        description="Compile and measure each PROGRAM under --configs configurations of one "
+        "space (flags: XLA options; layout: per-tensor layouts) on this machine, and write "
+        "OUT/NAME.npz (TpuGraphs format, with every sample) and OUT/NAME.json (noise floor, "
+        "failures, machine). Re-running the same command resumes where it stopped.",
+    )
+    collect.add_argument("--space", choices=("flags", "layout"), required=True)
+    collect.add_argument("--program", nargs="+", required=True, metavar="SPEC",
+                         help="zoo:NAME[@VARIANT] or path/to/file.py:FACTORY")
+    collect.add_argument("--configs", type=int, default=64, help="configs per program (default 64)")
+    collect.add_argument("--samples", type=int, default=30, help="samples per config (default 30)")
+    collect.add_argument("--seed", type=int, default=0)
+    collect.add_argument("--search", choices=("random", "default"), default="random",
+                         help="layout sampler: uniform (random) or around the default (default)")
+    collect.add_argument("--batch", type=int, default=8, help="configs measured together")
+    collect.add_argument("--out", type=Path, required=True, metavar="DIR")
+    collect.add_argument("--json", action="store_true", help="print one JSON object per program")
+    collect.set_defaults(run=_collect)
+
     zoo = commands.add_parser("zoo", help="list the built-in JAX programs")
     zoo.set_defaults(run=_zoo)
     return parser
@@ -118,6 +139,30 @@ def _inspect(args: argparse.Namespace) -> int:
         all_valid &= info.valid
         print(json.dumps(info.to_json()) if args.json else format_inspection(info), flush=True)
     return 0 if all_valid else 1
+
+
+def _collect(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from hlotune.collect.collector import CollectSettings, collect
+
+    settings = CollectSettings(
+        space=args.space, configs=args.configs, samples=args.samples, seed=args.seed,
+        search=args.search, batch=args.batch,
+    )
+    for spec in args.program:
+        result = collect(spec, settings, args.out)
+        if args.json:
+            print(json.dumps(asdict(result)), flush=True)
+        else:
+            print(
+                f"{result.program}: {result.configs} configs ({result.failed} failed) in "
+                f"{result.seconds:.1f} s, noise floor {result.noise_floor:.1%}, "
+                f"spread {result.spread:.2f}x -> {result.path}"
+                + (" (resumed)" if result.resumed else ""),
+                flush=True,
+            )
+    return 0
 
 
 def _zoo(args: argparse.Namespace) -> int:

@@ -97,6 +97,7 @@ class Instruction:
     opcode: str
     id: int
     shape: Shape
+    op_name: str = ""  # metadata: the framework op it came from (JAX name scopes included)
     operand_ids: tuple[int, ...] = ()
     called_computation_ids: tuple[int, ...] = ()
     parameter_number: int = 0

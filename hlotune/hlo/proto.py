@@ -65,6 +65,7 @@ def _instruction(f: wire.Fields) -> Instruction:
         opcode=sys.intern(opcode),  # a few dozen opcodes: one string each, not one per node
         id=wire.integer(f, 35),
         shape=_cached_shape(shape) if shape is not None else Shape(0),
+        op_name=_op_name(wire.raw(f, 7)),
         operand_ids=tuple(wire.ints(f, 36)),
         called_computation_ids=tuple(wire.ints(f, 38)),
         parameter_number=wire.integer(f, 9),
@@ -83,6 +84,11 @@ def _instruction(f: wire.Fields) -> Instruction:
         batch_group_count=wire.integer(f, 58),
         is_stable=bool(wire.integer(f, 60)),
     )
+
+
+def _op_name(metadata: bytes | None) -> str:
+    """OpMetadata.op_name (field 2): where JAX records the op and its name scopes."""
+    return "" if metadata is None else wire.string(wire.decode(metadata), 2)
 
 
 def _optional(parse, fields: wire.Fields | None):

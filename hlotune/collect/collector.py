@@ -1,0 +1,183 @@
+"""Programs x configurations -> measured runtimes -> TpuGraphs-format files.
+
+For each program: featurize its graph once, draw the configs (same seed, same configs), measure
+them in batches with the default's replicas in each batch, and write `NAME.npz` (the graph, the
+configs, the runtimes and every sample) with `NAME.json` beside it (what was measured, on what,
+the failures and their reasons, noise floors). A journal makes it resumable.
+
+Batches run minutes apart and a shared machine drifts, so each config's runtime is corrected by
+its batch: `median(config) * default / median(batch default)`, where `default` is the median of
+the batches' defaults. The raw samples are kept as measured.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from hlotune.collect.journal import Journal
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.flags import FLAG_FEATURE_NAMES, sample_flags
+from hlotune.compiler.layouts import LayoutSpace
+from hlotune.compiler.machine import this_machine
+from hlotune.compiler.measure import OK, BatchResult, MeasureSettings, Measurement, measure
+from hlotune.data.npz import write_sample
+from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs
+from hlotune.errors import HlotuneError
+from hlotune.hlo.featurize import featurize
+from hlotune.program import load_program
+
+SPACES = ("flags", "layout")
+
+
+@dataclass(frozen=True)
+class CollectSettings:
+    space: str
+    configs: int = 64
+    samples: int = 30  # per config, at least
+    seed: int = 0
+    search: str = "random"  # layout: random or default (perturbations of the compiler's choice)
+    batch: int = 8
+    repeats: int = 3
+    rtol: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.space not in SPACES:
+            raise HlotuneError(f"unknown space {self.space!r}: use {' or '.join(SPACES)}")
+        if min(self.configs, self.samples, self.batch, self.repeats) < 1:
+            raise HlotuneError("--configs, --samples, --batch and --repeats must be at least 1")
+
+    def measure_settings(self) -> MeasureSettings:
+        return MeasureSettings(
+            rounds=math.ceil(self.samples / self.repeats), repeats=self.repeats,
+            rtol=self.rtol, seed=self.seed,
+        )
+
+
+@dataclass
+class CollectResult:
+    program: str
+    path: str
+    configs: int  # measured successfully, the default included
+    failed: int
+    noise_floor: float  # median over batches
+    spread: float  # max / min runtime over the configs
+    seconds: float
+    resumed: bool
+
+
+def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool = True) -> CollectResult:
+    """Measure one program and write its files into `out` (resuming where a run stopped)."""
+    program = load_program(spec)
+    name = program.name.removeprefix("zoo:").replace("/", "_").replace(":", "_")
+    summary_path = out / f"{name}.json"
+    if summary_path.exists():
+        done = json.loads(summary_path.read_text())
+        if done.get("settings") == asdict(settings):
+            return CollectResult(**done["result"] | {"resumed": True})
+    started = time.perf_counter()
+    space = LayoutSpace(program)
+    candidates = _candidates(space, settings)
+    journal = Journal(out / ".journal" / f"{name}.jsonl", asdict(settings) | {"program": program.name})
+    resumed = bool(journal.rounds)
+    batches = _measure_batches(program.name, candidates, settings, journal, progress)
+    sample, records = _assemble(space, candidates, batches, settings)
+    sample.name, sample.source = name, program.name
+    write_sample(out / f"{name}.npz", sample)
+    result = CollectResult(
+        program=program.name, path=str(out / f"{name}.npz"),
+        configs=sample.num_configs, failed=sum(r["status"] != OK for r in records),
+        noise_floor=float(np.median([b["noise_floor"] for b in batches])),
+        spread=float(sample.configs.config_runtime.max() / sample.configs.config_runtime.min()),
+        seconds=time.perf_counter() - started, resumed=resumed,
+    )
+    summary = {
+        "program": program.name, "space": settings.space, "settings": asdict(settings),
+        "machine": this_machine().to_dict(), "result": asdict(result) | {"resumed": False},
+        "batches": [{k: b[k] for k in ("default_ns", "noise_floor")} for b in batches],
+        "configs": records,
+    }
+    summary_path.write_text(json.dumps(summary, indent=1))
+    return result
+
+
+def _candidates(space: LayoutSpace, settings: CollectSettings) -> list[CompileConfig]:
+    if settings.space == "flags":
+        return [CompileConfig(flags=f) for f in sample_flags(settings.configs, settings.seed)]
+    layouts = space.sample(settings.configs, settings.seed, search=settings.search)
+    return [CompileConfig(layout=layout) for layout in layouts]
+
+
+def _measure_batches(program, candidates, settings, journal: Journal, progress: bool) -> list[dict]:
+    measure_settings = settings.measure_settings()
+    starts = range(0, len(candidates), settings.batch)
+    bar = tqdm(total=len(starts) * measure_settings.rounds, desc=program, unit="round",
+               disable=not progress, leave=False)
+    summaries = []
+    for batch, start in enumerate(starts):
+        if batch not in journal.batches:
+            prior = journal.rounds.get(batch, {})
+            bar.update(len(prior.get("d0", [])))
+            result = measure(
+                program, candidates[start : start + settings.batch], measure_settings,
+                prior=prior,
+                on_round=lambda index, samples, b=batch: (journal.record_round(b, index, samples), bar.update()),
+            )
+            journal.record_batch(batch, _batch_summary(result))
+        else:
+            bar.update(measure_settings.rounds)
+        summaries.append(journal.batches[batch])
+    bar.close()
+    return summaries
+
+
+def _batch_summary(result: BatchResult) -> dict:
+    return {
+        "default_ns": result.default_ns,
+        "noise_floor": result.noise_floor,
+        "reference_samples": result.defaults[0].samples_ns,
+        "configs": [_record(m) for m in result.measurements],
+    }
+
+
+def _record(measurement: Measurement) -> dict:
+    return {
+        "config": measurement.config.to_dict(),
+        "status": measurement.status,
+        "reason": measurement.reason,
+        "median_ns": measurement.median_ns if measurement.samples_ns else None,
+        "compile_s": measurement.compile_s,
+        "max_rel_error": measurement.max_rel_error,
+        "samples": measurement.samples_ns,
+    }
+
+
+def _assemble(space: LayoutSpace, candidates, batches: list[dict], settings: CollectSettings):
+    """The npz sample (default first, then the healthy configs) and one record per candidate."""
+    default_ns = float(np.median([b["default_ns"] for b in batches]))
+    configs, runtimes, samples, records = [DEFAULT_CONFIG], [default_ns], [batches[0]["reference_samples"]], []
+    for batch, summary in enumerate(batches):
+        scale = default_ns / summary["default_ns"]
+        for record in summary["configs"]:
+            records.append({k: v for k, v in record.items() if k != "samples"} | {"batch": batch})
+            if record["status"] == OK:
+                configs.append(CompileConfig.from_dict(record["config"]))
+                runtimes.append(record["median_ns"] * scale)
+                samples.append(record["samples"])
+    width = min(len(s) for s in samples)
+    measured = dict(
+        config_runtime=np.rint(runtimes).astype(np.int64),
+        config_runtime_samples=np.array([s[:width] for s in samples], np.int64),
+    )
+    graph = featurize(space.graph)
+    if settings.space == "flags":
+        feat = np.stack([c.flags.features() for c in configs])
+        return GraphSample(graph, FlagConfigs(feat, np.array(FLAG_FEATURE_NAMES), **measured)), records
+    layouts = LayoutConfigs(space.node_config_ids, space.node_config_feat([c.layout for c in configs]), **measured)
+    return GraphSample(graph, layouts), records

@@ -1,0 +1,43 @@
+"""One point of the combined search space: XLA flags and tensor layouts together."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from hlotune.compiler.flags import DEFAULT_FLAGS, FlagConfig
+from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutConfig
+from hlotune.errors import HlotuneError
+
+
+@dataclass(frozen=True)
+class CompileConfig:
+    """Value object: hashable, and `key` is canonical JSON (the same config, the same key)."""
+
+    flags: FlagConfig = field(default=DEFAULT_FLAGS)
+    layout: LayoutConfig = field(default=DEFAULT_LAYOUT)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"flags": self.flags.to_dict(), "layout": self.layout.to_dict()}
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> CompileConfig:
+        unknown = set(values) - {"flags", "layout"}
+        if unknown:
+            raise HlotuneError(f"unknown config part {sorted(unknown)[0]!r}: use flags and layout")
+        return cls(
+            FlagConfig.from_dict(values.get("flags", {})),
+            LayoutConfig.from_dict(values.get("layout", {})),
+        )
+
+    @property
+    def key(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @property
+    def is_default(self) -> bool:
+        return self.flags.is_default and self.layout.is_default
+
+
+DEFAULT_CONFIG = CompileConfig()

@@ -1,0 +1,212 @@
+"""Module-level XLA:CPU options as a search space: the curated flags, configs and features.
+
+Each option is a scalar field of XLA's DebugOptions, set per compilation through
+`Lowered.compile(compiler_options=...)`; no environment variable, so configs of one program can
+be compiled side by side in one process. The set was chosen from what changes performance on
+XLA:CPU (docs/compiler.md) and checked against jax/jaxlib 0.10.2, the pinned version: XLA
+renames options between releases, and a test compiles every value listed here.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hlotune.errors import HlotuneError
+
+DISABLE_PASSES = "xla_disable_hlo_passes"
+FAST_MATH = "xla_cpu_enable_fast_math"
+
+
+@dataclass(frozen=True)
+class FlagOption:
+    """One DebugOptions field: its values (the first is XLA's default) and why it matters."""
+
+    name: str
+    values: tuple
+    doc: str
+
+    @property
+    def default(self):
+        return self.values[0]
+
+
+# Pass names that `xla_disable_hlo_passes` accepts here. XLA ignores unknown names silently, so
+# hlotune checks them. The sampler draws from SAMPLED_PASSES only: disabling the others makes
+# XLA:CPU abort on common programs (seen on 0.10.2), which measurement survives but wastes time.
+SAMPLED_PASSES = (
+    "fusion",
+    "dot-library-rewriter",
+    "algsimp",
+    "cse",
+    "transpose-folding",
+    "reshape-mover",
+    "tree_reduction_rewriter",
+    "fusion-merger",
+    "multi_output_fusion",
+)
+KNOWN_PASSES = SAMPLED_PASSES + ("gather_simplifier", "dot_decomposer", "layout-assignment")
+
+YNN_FUSION_TYPES = ("LIBRARY_FUSION_TYPE_DOT", "LIBRARY_FUSION_TYPE_ELTWISE", "LIBRARY_FUSION_TYPE_REDUCE")
+
+FLAG_OPTIONS: tuple[FlagOption, ...] = (
+    FlagOption("xla_backend_optimization_level", (3, 0, 1, 2), "LLVM optimisation level"),
+    FlagOption("xla_cpu_use_fusion_emitters", (True, False), "MLIR fusion emitters vs legacy"),
+    FlagOption("xla_cpu_use_xnnpack", (True, False), "offload to XNNPACK"),
+    FlagOption("xla_cpu_experimental_ynn_fusion_type", ("",) + YNN_FUSION_TYPES,
+               "which ops YNNPACK library fusions take ('' = XLA's default list)"),
+    FlagOption(FAST_MATH, (False, True), "unsafe fast math (outputs are checked)"),
+    FlagOption("xla_cpu_fast_math_honor_division", (True, False), "fast math: keep true division"),
+    FlagOption("xla_cpu_fast_math_honor_functions", (True, False), "fast math: exact functions"),
+    FlagOption("xla_cpu_prefer_vector_width", (256, 128, 512), "preferred SIMD width in bits"),
+    FlagOption("xla_cpu_max_isa", ("", "SSE4_2", "AVX", "AVX2", "AVX512"), "newest ISA to emit"),
+    FlagOption("xla_cpu_opt_preset", ("CPU_OPT_PRESET_DEFAULT", "CPU_OPT_PRESET_FAST_RUNTIME",
+                                      "CPU_OPT_PRESET_FAST_COMPILE"), "optimisation preset"),
+    FlagOption("xla_cpu_multi_thread_eigen", (True, False), "multi-threaded Eigen calls"),
+    FlagOption("xla_cpu_enable_fast_min_max", (True, False), "min/max that may drop NaNs"),
+)
+OPTIONS_BY_NAME: dict[str, FlagOption] = {option.name: option for option in FLAG_OPTIONS}
+# Options that only mean something under fast math (XLA ignores them otherwise).
+FAST_MATH_ONLY = ("xla_cpu_fast_math_honor_division", "xla_cpu_fast_math_honor_functions")
+
+
+def _feature_names() -> tuple[str, ...]:
+    names: list[str] = []
+    for option in FLAG_OPTIONS:
+        if all(isinstance(v, (bool, int)) for v in option.values):
+            names.append(option.name)
+        else:  # strings: one-hot over the non-default values
+            names += [f"{option.name}={v}" for v in option.values[1:]]
+    return (*names, *(f"{DISABLE_PASSES}={p}" for p in KNOWN_PASSES))
+
+
+FLAG_FEATURE_NAMES: tuple[str, ...] = _feature_names()
+
+
+@dataclass(frozen=True)
+class FlagConfig:
+    """A set of option values that differ from XLA's defaults (empty = the default config).
+
+    Immutable and hashable; `key` is its canonical JSON, stable across runs and machines.
+    """
+
+    options: tuple[tuple[str, Any], ...] = ()
+    disabled_passes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> FlagConfig:
+        """Build and check a config; unknown or contradictory options are a HlotuneError."""
+        values = dict(values)
+        passes = values.pop(DISABLE_PASSES, ())
+        if isinstance(passes, str):
+            passes = [p for p in passes.split(",") if p]
+        options = []
+        for name, value in values.items():
+            option = OPTIONS_BY_NAME.get(name)
+            if option is None:
+                raise HlotuneError(f"unknown XLA option {name!r}; known: {', '.join(OPTIONS_BY_NAME)}")
+            if value not in option.values or type(value) is not type(option.default):
+                raise HlotuneError(f"{name}={value!r} is not one of {list(option.values)}")
+            if value != option.default:
+                options.append((name, value))
+        config = cls(tuple(sorted(options)), tuple(sorted(set(passes))))
+        config.check()
+        return config
+
+    def check(self) -> None:
+        unknown = sorted(set(self.disabled_passes) - set(KNOWN_PASSES))
+        if unknown:
+            raise HlotuneError(f"unknown HLO pass {unknown[0]!r}; known: {', '.join(KNOWN_PASSES)}")
+        values = dict(self.options)
+        if not values.get(FAST_MATH) and any(name in values for name in FAST_MATH_ONLY):
+            raise HlotuneError(f"{'/'.join(FAST_MATH_ONLY)} need {FAST_MATH}=True")
+
+    def to_dict(self) -> dict[str, Any]:
+        values = dict(self.options)
+        if self.disabled_passes:
+            values[DISABLE_PASSES] = list(self.disabled_passes)
+        return values
+
+    @property
+    def key(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @property
+    def is_default(self) -> bool:
+        return not self.options and not self.disabled_passes
+
+    def compiler_options(self) -> dict[str, Any]:
+        """What `Lowered.compile(compiler_options=...)` takes."""
+        values = dict(self.options)
+        if self.disabled_passes:
+            values[DISABLE_PASSES] = ",".join(self.disabled_passes)
+        return values
+
+    def xla_flags(self) -> str:
+        """The same config as an `XLA_FLAGS` string, for users who set it in the environment."""
+        def text(value):
+            return str(value).lower() if isinstance(value, bool) else str(value)
+        return " ".join(f"--{name}={text(value)}" for name, value in self.compiler_options().items())
+
+    def features(self) -> np.ndarray:
+        """One config_feat row, aligned with FLAG_FEATURE_NAMES."""
+        values = dict(self.options)
+        row: list[float] = []
+        for option in FLAG_OPTIONS:
+            value = values.get(option.name, option.default)
+            if all(isinstance(v, (bool, int)) for v in option.values):
+                row.append(float(value))
+            else:
+                row += [float(value == v) for v in option.values[1:]]
+        row += [float(p in self.disabled_passes) for p in KNOWN_PASSES]
+        return np.array(row, np.float32)
+
+
+DEFAULT_FLAGS = FlagConfig()
+
+
+def single_changes() -> list[FlagConfig]:
+    """Every option moved alone to each non-default value, and each sampled pass disabled alone."""
+    configs = [
+        FlagConfig.from_dict({option.name: value} | _fast_math_for(option.name))
+        for option in FLAG_OPTIONS
+        for value in option.values[1:]
+    ]
+    return configs + [FlagConfig((), (p,)) for p in SAMPLED_PASSES]
+
+
+def _fast_math_for(name: str) -> dict:
+    return {FAST_MATH: True} if name in FAST_MATH_ONLY else {}
+
+
+def sample_flags(count: int, seed: int) -> list[FlagConfig]:
+    """`count` distinct configs, the same for the same seed: single changes first (the knobs
+    that matter differ per graph), then random combinations and subsets of disabled passes."""
+    rng = random.Random(seed)
+    singles = single_changes()
+    rng.shuffle(singles)
+    configs = list(dict.fromkeys(singles[:count]))
+    attempts = 0
+    while len(configs) < count and attempts < 100 * count:
+        attempts += 1
+        config = _random_combination(rng)
+        if config not in configs and not config.is_default:
+            configs.append(config)
+    return configs
+
+
+def _random_combination(rng: random.Random) -> FlagConfig:
+    values = {
+        option.name: rng.choice(option.values[1:])
+        for option in FLAG_OPTIONS
+        if option.name not in FAST_MATH_ONLY and rng.random() < 0.25
+    }
+    if values.get(FAST_MATH):
+        values |= {name: rng.choice(OPTIONS_BY_NAME[name].values) for name in FAST_MATH_ONLY}
+    passes = [p for p in SAMPLED_PASSES if rng.random() < 0.15]
+    return FlagConfig.from_dict(values | {DISABLE_PASSES: passes})

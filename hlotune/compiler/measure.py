@@ -1,0 +1,283 @@
+"""Measure configs of one program on this machine, in a way a shared 2-core box can trust.
+
+Protocol (docs/compiler.md): compile every candidate first, then run interleaved rounds in a
+fresh random order, each config `repeats` times per round; replicas of the default config run
+in every batch, so the batch reports its own noise floor (the spread of the replicas'
+medians). Outputs are checked against the default's. Compiling and running happen in a worker
+process: a config that XLA rejects, that crashes it or that hangs is recorded as failed with
+its reason, the worker restarts, and the batch goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.errors import HlotuneError
+
+OK, FAILED, WRONG_OUTPUT = "ok", "failed", "wrong_output"
+_FATAL = re.compile(r"^F\d{4} |.*Check failed")  # XLA's fatal log lines
+
+
+@dataclass(frozen=True)
+class MeasureSettings:
+    rounds: int = 10
+    repeats: int = 3  # calls per config per round: rounds * repeats samples (30 by default)
+    default_replicas: int = 2  # extra default executables beside the reference
+    rtol: float = 1e-3  # outputs may differ from the default's by this, relative to max|default|
+    compile_timeout_s: float = 300.0
+    run_timeout_s: float = 120.0  # one config's `repeats` calls
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1 or self.repeats < 1 or self.default_replicas < 1:
+            raise HlotuneError("rounds, repeats and default replicas must be at least 1")
+
+
+@dataclass
+class Measurement:
+    config: CompileConfig
+    status: str = OK
+    reason: str = ""
+    samples_ns: list[int] = field(default_factory=list)
+    compile_s: float = 0.0
+    max_rel_error: float = 0.0
+
+    @property
+    def median_ns(self) -> float:
+        return float(np.median(self.samples_ns)) if self.samples_ns else float("nan")
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+
+@dataclass
+class BatchResult:
+    """The candidates' measurements and the batch's default replicas."""
+
+    measurements: list[Measurement]
+    defaults: list[Measurement]  # the reference first, then the replicas
+
+    @property
+    def default_ns(self) -> float:
+        """Median over all default samples of the batch."""
+        return float(np.median([s for d in self.defaults for s in d.samples_ns]))
+
+    @property
+    def noise_floor(self) -> float:
+        """(max - min) / min of the default replicas' medians: what "no change" looks like."""
+        medians = [d.median_ns for d in self.defaults if d.samples_ns]
+        return float(max(medians) / min(medians) - 1.0) if len(medians) > 1 else float("nan")
+
+
+RoundCallback = Callable[[int, dict[str, list[int]]], None]  # (round, id -> samples)
+
+
+def measure(
+    program: str,
+    configs: Sequence[CompileConfig],
+    settings: MeasureSettings = MeasureSettings(),
+    *,
+    prior: dict[str, list[list[int]]] | None = None,
+    on_round: RoundCallback | None = None,
+) -> BatchResult:
+    """Measure `configs` of the program spec `program` (zoo:NAME or file.py:FACTORY).
+
+    Inside a batch, `d0` is the reference default, `d1`... its replicas and `c<i>` is
+    `configs[i]`. `prior` (id -> samples of each finished round) resumes an interrupted batch:
+    only the remaining rounds run. `on_round` sees each finished round, to journal it.
+    """
+    ids = {f"d{i}": DEFAULT_CONFIG for i in range(settings.default_replicas + 1)}
+    ids |= {f"c{i}": config for i, config in enumerate(configs)}
+    results = {id: Measurement(config) for id, config in ids.items()}
+    rounds_done = _restore(results, prior or {})
+    with _Session(program, settings) as session:
+        for id, config in ids.items():
+            _compile(session, id, config, results[id], settings)
+        if not results["d0"].ok:
+            raise HlotuneError(f"{program}: the default configuration fails: {results['d0'].reason}")
+        rng = random.Random(f"{settings.seed}:{rounds_done}")
+        for round_index in range(rounds_done, settings.rounds):
+            round_samples = _run_round(session, results, rng, settings)
+            if on_round is not None:
+                on_round(round_index, round_samples)
+    defaults = [results[id] for id in ids if id.startswith("d")]
+    return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults)
+
+
+def _restore(results: dict[str, Measurement], prior: dict[str, list[list[int]]]) -> int:
+    """Put the samples of finished rounds back; the number of rounds they cover."""
+    rounds = len(prior.get("d0", []))
+    for id, measurement in results.items():
+        for samples in prior.get(id, [])[:rounds]:
+            measurement.samples_ns += samples
+    return rounds
+
+
+def _compile(session: _Session, id: str, config: CompileConfig, result: Measurement, settings) -> None:
+    try:
+        reply = session.compile(id, config)
+    except _WorkerDied as died:
+        result.status, result.reason = FAILED, died.reason
+        if id != "d0":
+            session.restart()
+        return
+    if not reply["ok"]:
+        result.status, result.reason = FAILED, reply["error"]
+        return
+    result.compile_s, result.max_rel_error = reply["compile_s"], reply["max_rel_error"]
+    if result.max_rel_error > settings.rtol:
+        result.status = WRONG_OUTPUT
+        result.reason = f"outputs differ from the default's by {result.max_rel_error:.3g} (relative)"
+        session.drop(id)
+
+
+def _run_round(session: _Session, results: dict[str, Measurement], rng: random.Random, settings):
+    """One round over the live configs in a fresh random order; a crash fails only its config."""
+    pending = [id for id, m in results.items() if m.ok]
+    rng.shuffle(pending)
+    round_samples: dict[str, list[int]] = {}
+    while pending:
+        try:
+            for id, samples in session.run(pending, settings.repeats):
+                round_samples[id] = samples
+                results[id].samples_ns += samples
+                pending.remove(id)
+        except _WorkerDied as died:
+            culprit = pending.pop(0)
+            results[culprit].status, results[culprit].reason = FAILED, f"while running: {died.reason}"
+            if culprit == "d0":
+                raise HlotuneError(f"the default configuration crashed: {died.reason}") from None
+            session.restart()
+    return round_samples
+
+
+class _WorkerDied(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Session:
+    """A live worker with every healthy config compiled; restarts replay the compiles."""
+
+    def __init__(self, program: str, settings: MeasureSettings) -> None:
+        self.program, self.settings = program, settings
+        self._compiled: dict[str, CompileConfig] = {}
+        self._process: subprocess.Popen | None = None
+
+    def __enter__(self) -> _Session:
+        self._start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop()
+
+    def compile(self, id: str, config: CompileConfig) -> dict:
+        reply = self._request(
+            {"op": "compile", "id": id, "config": config.to_dict()}, self.settings.compile_timeout_s
+        )
+        if reply["ok"]:
+            self._compiled[id] = config
+        return reply
+
+    def drop(self, id: str) -> None:
+        self._compiled.pop(id, None)
+        self._request({"op": "drop", "id": id}, self.settings.compile_timeout_s)
+
+    def run(self, ids: list[str], repeats: int):
+        """Yield (id, samples) as each config finishes its calls."""
+        self._send({"op": "run", "ids": list(ids), "repeats": repeats})
+        while True:
+            message = self._receive(self.settings.run_timeout_s)
+            if "id" in message:
+                yield message["id"], message["ns"]
+            elif not message.get("ok", False):
+                raise HlotuneError(f"measurement worker failed: {message.get('error')}")
+            else:
+                return
+
+    def restart(self) -> None:
+        """A fresh worker with the same healthy configs, compiled again in the same order."""
+        self._stop()
+        self._start()
+        for id, config in list(self._compiled.items()):
+            reply = self.compile(id, config)
+            if not reply["ok"]:
+                raise HlotuneError(f"{self.program}: {id} no longer compiles: {reply['error']}")
+
+    def _start(self) -> None:
+        self._stderr = tempfile.TemporaryFile()
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "hlotune.compiler.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
+        self._buffer = b""
+        reply = self._request({"op": "load", "program": self.program}, self.settings.compile_timeout_s)
+        if not reply["ok"]:
+            raise HlotuneError(f"{self.program}: cannot load it in the worker: {reply['error']}")
+
+    def _stop(self) -> None:
+        if self._process is None:
+            return
+        if self._process.poll() is None:
+            try:
+                self._send({"op": "quit"})
+                self._process.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self._process.kill()
+                self._process.wait()
+        self._process = None
+        self._stderr.close()
+
+    def _request(self, message: dict, timeout_s: float) -> dict:
+        self._send(message)
+        return self._receive(timeout_s)
+
+    def _send(self, message: dict) -> None:
+        try:
+            self._process.stdin.write(json.dumps(message).encode() + b"\n")
+            self._process.stdin.flush()
+        except BrokenPipeError:
+            raise _WorkerDied(self._death_reason()) from None
+
+    def _receive(self, timeout_s: float) -> dict:
+        """The next reply line; our own buffer, so select() never waits on buffered data."""
+        deadline = time.monotonic() + timeout_s
+        stdout = self._process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                self._process.kill()
+                self._process.wait()
+                raise _WorkerDied(f"timed out after {timeout_s:g} s")
+            chunk = os.read(stdout, 1 << 16)
+            if not chunk:
+                raise _WorkerDied(self._death_reason())
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return json.loads(line)
+
+    def _death_reason(self) -> str:
+        code = self._process.wait()
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with {code}"
+        self._stderr.seek(0)
+        lines = [l for l in self._stderr.read().decode("utf-8", "replace").splitlines() if l.strip()]
+        detail = next((l.strip() for l in reversed(lines) if _FATAL.match(l)), "")
+        return f"XLA worker {how}" + (f": {detail[:300]}" if detail else "")

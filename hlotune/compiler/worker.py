@@ -1,0 +1,126 @@
+"""The measurement worker: a child process that compiles and runs one program's configs.
+
+XLA can abort, crash or hang on a configuration (some disabled passes abort XLA:CPU), so
+compiling and running happen here, never in the caller. The parent (measure.py) speaks JSON
+lines over stdin and a private copy of stdout; anything else the program or XLA prints goes to
+stderr, where the parent finds the reason of a crash. Samples stream back one config at a
+time, so the parent knows which config was in flight when the worker crashed or hung.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+
+class Worker:
+    def __init__(self, reply) -> None:
+        self._reply = reply
+        self._space = None
+        self._compiled: dict[str, tuple[Any, list]] = {}
+        self._reference: list[np.ndarray] | None = None
+
+    def load(self, program: str) -> dict:
+        from hlotune.compiler.layouts import LayoutSpace
+        from hlotune.program import load_program
+
+        self._space = LayoutSpace(load_program(program))
+        return {"ok": True, "sites": len(self._space.sites)}
+
+    def compile(self, id: str, config: dict, warmup: int = 2) -> dict:
+        """Compile, warm up and check the outputs against the reference (the first compiled)."""
+        from hlotune.compiler.config import CompileConfig
+
+        parsed = CompileConfig.from_dict(config)
+        self._space.check(parsed.layout)
+        start = time.perf_counter()
+        lowered = self._space.build(parsed.layout).lower(*self._space.leaves)
+        executable = lowered.compile(compiler_options=parsed.flags.compiler_options())
+        compile_s = time.perf_counter() - start
+        args = self._space.placed_args(parsed.layout)
+        outputs = [np.asarray(x) for x in _leaves(executable(*args))]
+        for _ in range(warmup - 1):
+            _block(executable(*args))
+        if self._reference is None:
+            self._reference = outputs
+        self._compiled[id] = (executable, args)
+        return {"ok": True, "compile_s": compile_s, "max_rel_error": _max_rel_error(outputs, self._reference)}
+
+    def run(self, ids: list[str], repeats: int) -> dict:
+        """Time `repeats` calls of each config in order, streaming each config's samples."""
+        for id in ids:
+            executable, args = self._compiled[id]
+            times = []
+            for _ in range(repeats):
+                begin = time.perf_counter_ns()
+                _block(executable(*args))
+                times.append(time.perf_counter_ns() - begin)
+            self._reply({"id": id, "ns": times})
+        return {"ok": True}
+
+    def hlo(self, id: str) -> dict:
+        return {"ok": True, "text": self._compiled[id][0].as_text()}
+
+    def drop(self, id: str) -> dict:
+        self._compiled.pop(id, None)
+        return {"ok": True}
+
+
+def _leaves(tree) -> list:
+    import jax
+
+    return jax.tree_util.tree_leaves(tree)
+
+
+def _block(outputs) -> None:
+    for leaf in _leaves(outputs):
+        leaf.block_until_ready()
+
+
+def _max_rel_error(outputs: list[np.ndarray], reference: list[np.ndarray]) -> float:
+    """Largest |difference| / max|reference| over output leaves (0 for exact equality)."""
+    if len(outputs) != len(reference):
+        return float("inf")
+    worst = 0.0
+    for out, ref in zip(outputs, reference):
+        if out.shape != ref.shape:
+            return float("inf")
+        if out.size == 0:
+            continue
+        out64, ref64 = out.astype(np.float64), ref.astype(np.float64)
+        if not np.array_equal(np.isfinite(out64), np.isfinite(ref64)):
+            return float("inf")
+        finite = np.isfinite(ref64)
+        scale = max(float(np.abs(ref64[finite]).max(initial=0.0)), 1e-30)
+        worst = max(worst, float(np.abs(out64[finite] - ref64[finite]).max(initial=0.0)) / scale)
+    return worst
+
+
+def main() -> int:
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # stray prints must not corrupt replies
+
+    def reply(message: dict) -> None:
+        replies.write(json.dumps(message) + "\n")
+
+    worker = Worker(reply)
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request.pop("op")
+        if op == "quit":
+            break
+        try:
+            reply(getattr(worker, op)(**request))
+        except Exception as error:  # the config or program failed: report it, keep serving
+            text = str(error).strip().splitlines()
+            reply({"ok": False, "error": f"{type(error).__name__}: {text[0] if text else ''}"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

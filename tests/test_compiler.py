@@ -1,0 +1,154 @@
+"""The real compiler in the loop: flag and layout spaces, isolated measurement, collection."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from hlotune.collect.collector import CollectSettings, collect
+from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.flags import (
+    FLAG_FEATURE_NAMES,
+    FLAG_OPTIONS,
+    FlagConfig,
+    sample_flags,
+)
+from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.measure import FAILED, OK, MeasureSettings, measure
+from hlotune.data.npz import read_sample
+from hlotune.errors import HlotuneError
+from hlotune.program import load_program
+
+FAST = MeasureSettings(rounds=2, repeats=3, default_replicas=1)
+
+
+@pytest.fixture(scope="module")
+def mlp_space():
+    return LayoutSpace(load_program("zoo:mlp@tiny"))
+
+
+def test_every_curated_flag_value_compiles_with_the_installed_xla(mlp_space):
+    lowered = mlp_space.build(LayoutConfig()).lower(*mlp_space.leaves)
+    for option in FLAG_OPTIONS:
+        for value in option.values[1:]:
+            config = FlagConfig.from_dict(
+                {option.name: value} | ({"xla_cpu_enable_fast_math": True} if "honor" in option.name else {})
+            )
+            lowered.compile(compiler_options=config.compiler_options())  # raises if XLA rejects it
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"xla_no_such_option": 1}, "unknown XLA option"),
+        ({"xla_backend_optimization_level": 7}, "not one of"),
+        ({"xla_cpu_use_xnnpack": 0}, "not one of"),
+        ({"xla_disable_hlo_passes": "fusion,no-such-pass"}, "unknown HLO pass"),
+        ({"xla_cpu_fast_math_honor_division": False}, "need xla_cpu_enable_fast_math=True"),
+    ],
+)
+def test_bad_flag_configs_are_rejected_before_compiling(values, message):
+    with pytest.raises(HlotuneError, match=message):
+        FlagConfig.from_dict(values)
+
+
+def test_flag_configs_are_values_with_named_features():
+    config = FlagConfig.from_dict({"xla_disable_hlo_passes": "fusion,cse", "xla_cpu_max_isa": "AVX2"})
+    assert config == FlagConfig.from_dict(json.loads(config.key))
+    assert config.compiler_options()["xla_disable_hlo_passes"] == "cse,fusion"
+    assert "--xla_cpu_max_isa=AVX2" in config.xla_flags()
+    row = dict(zip(FLAG_FEATURE_NAMES, config.features()))
+    assert row["xla_disable_hlo_passes=fusion"] == 1 and row["xla_cpu_max_isa=AVX2"] == 1
+    assert row["xla_backend_optimization_level"] == 3 and row["xla_cpu_max_isa=AVX"] == 0
+    assert FlagConfig.from_dict({"xla_backend_optimization_level": 3}).is_default
+    assert sample_flags(20, seed=1) == sample_flags(20, seed=1) != sample_flags(20, seed=2)
+    assert len(set(sample_flags(40, seed=0))) == 40
+
+
+def test_requested_layouts_show_in_the_compiled_hlo(mlp_space):
+    dot = next(site for site in mlp_space.sites if site.opcode == "dot")
+    parameter = next(site for site in mlp_space.sites if site.opcode == "parameter")
+    config = LayoutConfig.from_dict({dot.key: [0, 1], parameter.key: [0, 1]})
+    compiled = mlp_space.build(config).lower(*mlp_space.placed_args(config)).compile().as_text()
+    entry_layout = re.search(r"entry_computation_layout=\{\((.*?)\)->", compiled).group(1)
+    shapes = re.findall(r"\w+\[[\d,]*\]\{[\d,]*\}", entry_layout)
+    assert shapes[int(parameter.key[1:])].endswith("{0,1}")
+    # The dot's result is materialised column-major (minor_to_major {0,1}) somewhere.
+    dot_lines = [l for l in compiled.splitlines() if f"hlotune_site_{dot.key}/" in l]
+    assert any("{0,1}" in l.split("=")[1].split("(")[0] for l in dot_lines)
+    baseline = mlp_space.build(LayoutConfig()).lower(*mlp_space.leaves).compile().as_text()
+    assert not any("{0,1}" in l.split("=")[1].split("(")[0]
+                   for l in baseline.splitlines() if f"hlotune_site_{dot.key}/" in l and "=" in l)
+
+
+def test_layout_space_matches_the_featurized_graph(mlp_space):
+    graph = mlp_space.graph
+    for site in mlp_space.sites:
+        inst = graph.instructions[site.node]
+        assert inst.opcode == site.opcode and len(inst.shape.dims) == site.rank
+    assert list(mlp_space.node_config_ids) == sorted(mlp_space.node_config_ids)
+    configs = mlp_space.sample(5, seed=0) + mlp_space.sample(5, seed=0, search="default")
+    feat = mlp_space.node_config_feat([LayoutConfig()] + configs)
+    assert (feat[0] == -1).all() and (feat[1:, :, 6:] == -1).all()
+    for config in configs:
+        mlp_space.check(config)
+    with pytest.raises(HlotuneError, match="not a permutation"):
+        mlp_space.check(LayoutConfig.from_dict({mlp_space.sites[0].key: [0, 0]}))
+
+
+def test_measurement_survives_a_config_that_crashes_xla():
+    # Disabling gather_simplifier makes XLA:CPU abort (a failed CHECK) on a program with a
+    # gather, such as the transformer's embedding lookup: the worker dies, the batch goes on.
+    crash = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["gather_simplifier"]}))
+    fine = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False}))
+    result = measure("zoo:transformer@tiny", [crash, fine], FAST)
+    crashed, measured = result.measurements
+    assert crashed.status == FAILED and "SIGABRT" in crashed.reason
+    assert measured.status == OK and len(measured.samples_ns) == FAST.rounds * FAST.repeats
+    assert measured.max_rel_error < 1e-3
+    assert all(len(d.samples_ns) == FAST.rounds * FAST.repeats for d in result.defaults)
+    assert result.noise_floor >= 0 and result.default_ns > 0
+
+
+def test_collect_writes_valid_flag_and_layout_files(tmp_path):
+    for space in ("flags", "layout"):
+        settings = CollectSettings(space=space, configs=3, samples=6, batch=4)
+        result = collect("zoo:cnn@tiny", settings, tmp_path / space, progress=False)
+        sample = read_sample(result.path)
+        assert sample.collection == space and sample.num_configs == result.configs
+        assert result.configs + result.failed == 4  # the default and 3 drawn configs
+        assert sample.configs.config_runtime_samples.shape == (result.configs, 6)
+        assert (sample.configs.config_runtime > 0).all()
+        summary = json.loads((tmp_path / space / "cnn@tiny.json").read_text())
+        assert summary["machine"]["jax"] == "0.10.2" and summary["batches"][0]["noise_floor"] >= 0
+    layout = read_sample(tmp_path / "layout" / "cnn@tiny.npz").configs
+    assert (layout.node_config_feat[0] == -1).all() and (layout.node_config_feat[1:] != -1).any()
+
+
+def test_interrupted_collection_resumes_without_repeating_work(tmp_path):
+    journal = tmp_path / ".journal" / "mlp@tiny.jsonl"
+    command = [sys.executable, "-m", "hlotune.cli", "collect", "--space", "flags", "--program",
+               "zoo:mlp@tiny", "--configs", "4", "--batch", "2", "--samples", "6", "--out", str(tmp_path)]
+    child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and '"done"' not in (journal.read_text() if journal.exists() else ""):
+        time.sleep(0.05)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    before = [json.loads(l) for l in journal.read_text().splitlines()]
+    assert any("done" in r for r in before), "the first batch never finished"
+    result = collect("zoo:mlp@tiny", CollectSettings(space="flags", configs=4, batch=2, samples=6),
+                     tmp_path, progress=False)
+    assert result.resumed
+    after = [json.loads(l) for l in journal.read_text().splitlines()]
+    rounds = [(r["batch"], r["round"]) for r in after if "round" in r]
+    assert len(rounds) == len(set(rounds)) == 2 * 2  # 2 batches x 2 rounds, none measured twice
+    assert after[: len(before)] == before
+    assert read_sample(result.path).num_configs == result.configs

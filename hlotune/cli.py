@@ -99,8 +99,15 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--json", action="store_true", help="print one JSON object per program")
     collect.set_defaults(run=_collect)
 
-    zoo = commands.add_parser("zoo", help="list the built-in JAX programs")
-    zoo.set_defaults(run=_zoo)
+    zoo = commands.add_parser("zoo", help="the built-in JAX programs")
+    zoo_commands = zoo.add_subparsers(title="zoo commands", required=True, metavar="COMMAND")
+    zoo_list = zoo_commands.add_parser(
+        "list", help="list the workloads, their sizes and variants",
+        description="Every built-in workload with its sizes. A program is zoo:NAME@VARIANT, "
+        "VARIANT = SIZE[-bBATCH][-train]: e.g. zoo:resnet@small-b16-train.",
+    )
+    zoo_list.add_argument("--json", action="store_true", help="one JSON object per workload")
+    zoo_list.set_defaults(run=_zoo_list)
     return parser
 
 
@@ -165,13 +172,20 @@ def _collect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _zoo(args: argparse.Namespace) -> int:
+def _zoo_list(args: argparse.Namespace) -> int:
     from hlotune.program import zoo_variants
     from hlotune.zoo import WORKLOADS
 
     for name, workload in WORKLOADS.items():
-        print(f"zoo:{name:<14} {workload.description}")
-        print(f"    variants: {', '.join(zoo_variants(name))}")
+        if args.json:
+            print(json.dumps({"name": name, "description": workload.description,
+                              "sizes": workload.sizes, "variants": zoo_variants(name)}))
+            continue
+        print(f"zoo:{name:<12} {workload.description}")
+        for size, shape in workload.sizes.items():
+            print(f"    @{size:<6} " + ", ".join(f"{k}={v}" for k, v in shape.items()))
+    if not args.json:
+        print("variants: SIZE[-bBATCH][-train], e.g. zoo:resnet@small-b16-train")
     return 0
 
 

@@ -1,4 +1,6 @@
-"""Programs by name: `zoo:NAME[@SIZE[-train]]` or `path/to/file.py:FACTORY`.
+"""Programs by name: `zoo:NAME[@VARIANT]` or `path/to/file.py:FACTORY`.
+
+A zoo VARIANT is `SIZE[-bBATCH][-train]`: `small`, `small-b32`, `tiny-train`, `base-b1-train`.
 
 `FACTORY()` returns `(function, example_args)`; the user's code is imported as it is.
 """
@@ -6,6 +8,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +37,7 @@ def load_program(spec: str) -> Program:
 
 
 def zoo_variants(name: str) -> list[str]:
+    """The variants of a zoo workload at its own batch sizes (any `-bN` works too)."""
     from hlotune.zoo import WORKLOADS
 
     sizes = list(WORKLOADS[name].sizes)
@@ -48,13 +52,26 @@ def _zoo_program(spec: str) -> Program:
         raise HlotuneError(f"unknown zoo program {name!r}; known: {', '.join(sorted(WORKLOADS))}")
     workload = WORKLOADS[name]
     variant = variant or next(iter(workload.sizes))
-    size = variant.removesuffix(TRAIN_SUFFIX)
+    size, batch, train = _parse_variant(variant)
     if size not in workload.sizes:
         raise HlotuneError(
-            f"unknown variant {variant!r} of zoo:{name}; known: {', '.join(zoo_variants(name))}"
+            f"unknown variant {variant!r} of zoo:{name}; known: {', '.join(zoo_variants(name))} "
+            "(SIZE[-bBATCH][-train])"
         )
-    fn, args = workload.program(size, train=variant.endswith(TRAIN_SUFFIX))
+    fn, args = workload.program(size, train=train, batch=batch)
     return Program(f"{ZOO_PREFIX}{name}@{variant}", fn, args)
+
+
+_VARIANT = re.compile(r"(?P<size>[a-z0-9_]+)(?:-b(?P<batch>[1-9][0-9]*))?(?P<train>-train)?")
+
+
+def _parse_variant(variant: str) -> tuple[str, int | None, bool]:
+    """`small-b32-train` -> ("small", 32, True); an unknown form gives the size ""."""
+    match = _VARIANT.fullmatch(variant)
+    if match is None:
+        return "", None, False
+    batch = match["batch"]
+    return match["size"], int(batch) if batch else None, bool(match["train"])
 
 
 def _file_program(spec: str, path: Path, factory: str) -> Program:

@@ -1,8 +1,24 @@
 """Built-in JAX workloads: real architectures at several sizes, inference and training."""
 
-from hlotune.zoo import cnn, mlp, transformer
+from hlotune.zoo import (
+    cnn,
+    gnn,
+    gpt,
+    lstm,
+    mlp,
+    mobilenet,
+    moe,
+    resnet,
+    transformer,
+    unet,
+    vae,
+    vit,
+)
 from hlotune.zoo.base import Workload
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (mlp.WORKLOAD, cnn.WORKLOAD, transformer.WORKLOAD)}
+WORKLOADS: dict[str, Workload] = {
+    module.WORKLOAD.name: module.WORKLOAD
+    for module in (mlp, cnn, transformer, resnet, mobilenet, unet, vit, gpt, lstm, moe, gnn, vae)
+}
 
 __all__ = ["WORKLOADS", "Workload"]

@@ -3,30 +3,23 @@
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload, dense_init, softmax_cross_entropy
+from hlotune.zoo.base import Workload
+from hlotune.zoo.layers import conv, conv_init, dense, dense_init, max_pool, softmax_cross_entropy
 
 
 def init(key, *, batch: int, image: int, channels: int, depth: int, classes: int):
     keys = jax.random.split(key, depth + 2)
     widths = [3] + [channels * 2**i for i in range(depth)]
-    convs = [
-        jax.random.normal(k, (3, 3, a, b)) / jnp.sqrt(9 * a)
-        for k, a, b in zip(keys, widths[:-1], widths[1:])
-    ]
+    convs = [conv_init(k, 3, a, b) for k, a, b in zip(keys, widths[:-1], widths[1:])]
     head = dense_init(keys[depth], widths[-1], classes)
     x = jax.random.normal(keys[-1], (batch, image, image, 3))
-    return {"convs": convs, "head": head}, x, jnp.arange(batch) % classes
+    return {"convs": convs, "head": head}, x, jnp.arange(batch, dtype=jnp.int32) % classes
 
 
 def apply(params, x):
     for kernel in params["convs"]:
-        x = jax.lax.conv_general_dilated(
-            x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
-        )
-        x = jax.nn.relu(x)
-        x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
-    x = x.mean(axis=(1, 2))
-    return x @ params["head"]["w"] + params["head"]["b"]
+        x = max_pool(jax.nn.relu(conv(x, kernel)))
+    return dense(params["head"], x.mean(axis=(1, 2)))
 
 
 WORKLOAD = Workload(

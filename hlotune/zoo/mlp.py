@@ -3,7 +3,8 @@
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload, dense_init, softmax_cross_entropy
+from hlotune.zoo.base import Workload
+from hlotune.zoo.layers import dense, dense_init, softmax_cross_entropy
 
 
 def init(key, *, batch: int, features: int, hidden: int, depth: int, classes: int):
@@ -11,14 +12,14 @@ def init(key, *, batch: int, features: int, hidden: int, depth: int, classes: in
     keys = jax.random.split(key, len(widths) + 1)
     params = [dense_init(k, a, b) for k, a, b in zip(keys, widths[:-1], widths[1:])]
     x = jax.random.normal(keys[-1], (batch, features))
-    y = jnp.arange(batch) % classes
+    y = jnp.arange(batch, dtype=jnp.int32) % classes
     return params, x, y
 
 
 def apply(params, x):
     for layer in params[:-1]:
-        x = jax.nn.relu(x @ layer["w"] + layer["b"])
-    return x @ params[-1]["w"] + params[-1]["b"]
+        x = jax.nn.relu(dense(layer, x))
+    return dense(params[-1], x)
 
 
 WORKLOAD = Workload(

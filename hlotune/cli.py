@@ -74,7 +74,7 @@ def _parser() -> argparse.ArgumentParser:
         "edges, configs, configurable nodes, opcode histogram, runtime statistics and the "
         "validation result. Exit code 0 only if every file is valid.",
     )
-    inspect.add_argument("path", type=Path, metavar="PATH")
+    inspect.add_argument("path", metavar="PATH", help="a file, a folder or builtin:flags|layout[/SPLIT]")
     inspect.add_argument("--json", action="store_true", help="print one JSON object per file")
     inspect.set_defaults(run=_inspect)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hlotune.data.builtin import resolve
 from hlotune.data.dataset import split_info
 from hlotune.data.npz import check_file
 from hlotune.data.sample import GraphSample, LayoutConfigs, TileConfigs
@@ -46,8 +47,9 @@ class Inspection:
 
 
 def inspect_path(path: str | Path) -> Iterator[Inspection]:
-    """One Inspection per file: `path` itself, or every inspectable file under a folder."""
-    path = Path(path)
+    """One Inspection per file: `path` itself, or every inspectable file under a folder
+    (`builtin:...` names the built-in dataset)."""
+    path = resolve(path)
     if path.is_dir():
         files = sorted(p for p in path.rglob("*") if p.suffix in INSPECTABLE and p.is_file())
         if not files:

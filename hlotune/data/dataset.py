@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from hlotune.data.builtin import resolve
 from hlotune.data.npz import PathLike, peek, read_sample
 from hlotune.data.sample import GraphSample
 from hlotune.data.schema import detect_collection
@@ -21,7 +22,7 @@ __all__ = ["Dataset", "SplitInfo", "peek", "split_info"]
 
 SPLITS = ("train", "valid", "test")
 SEARCHES = ("default", "random")
-PATH_COLLECTIONS = ("tile", "layout")
+PATH_COLLECTIONS = ("tile", "layout", "flags")
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class SplitInfo:
 
 
 def split_info(path: PathLike) -> SplitInfo:
-    """Parse the folders after the last `tile` or `layout` component of `path`."""
+    """Parse the folders after the last `tile`, `layout` or `flags` component of `path`."""
     folders = Path(path).parts
     if folders and folders[-1].endswith(".npz"):
         folders = folders[:-1]
@@ -57,11 +58,13 @@ def split_info(path: PathLike) -> SplitInfo:
 class Dataset:
     """The `*.npz` files under `root` (or `root` itself when it is a file), in sorted order.
 
+    `root` may name the built-in dataset: `builtin:flags/train`, `builtin:layout`, ...
+
     Indices are stable across runs and machines; each access reads one file.
     """
 
     def __init__(self, root: PathLike, *, validate: bool = True) -> None:
-        self.root = Path(root)
+        self.root = resolve(root)
         self.validate = validate
         self.paths = _find_npz(self.root)
 

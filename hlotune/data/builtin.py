@@ -1,0 +1,115 @@
+"""The built-in dataset: hlotune's own `flags` and `layout` collections, measured here.
+
+Addressed as `builtin:flags` or `builtin:layout`, optionally with `/train`, `/valid` or
+`/test`. Splits are by architecture family, so no family is in two splits and validation
+measures generalisation to unseen architectures. Regenerate it (resumable) with
+`python -m hlotune.data.builtin`; DATACARD.md beside the files says how it was measured.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from hlotune.errors import HlotuneError
+
+PREFIX = "builtin:"
+ROOT = Path(__file__).resolve().parent.parent / "datasets" / "builtin"
+SPLITS = {
+    "train": ("mlp", "cnn", "resnet", "transformer", "gpt", "lstm", "moe", "vae"),
+    "valid": ("mobilenet", "gnn"),
+    "test": ("unet", "vit"),
+}
+# Two sizes, inference and training, and a second batch shape of the training step.
+VARIANTS = ("tiny", "small", "tiny-train", "tiny-b8-train")
+CONFIGS, SAMPLES, SEED, BATCH = 64, 30, 0, 16
+
+
+def resolve(spec: str | Path) -> Path:
+    """`builtin:layout/valid` -> its folder; any other path is returned as it is."""
+    text = str(spec)
+    if not text.startswith(PREFIX):
+        return Path(spec)
+    collection, _, split = text.removeprefix(PREFIX).partition("/")
+    if collection not in ("flags", "layout") or (split and split not in SPLITS):
+        raise HlotuneError(f"unknown built-in dataset {text!r}: use builtin:flags|layout[/train|valid|test]")
+    folder = ROOT / collection / split if split else ROOT / collection
+    if not folder.is_dir():
+        raise HlotuneError(f"{text}: not collected in this installation ({folder} is missing)")
+    return folder
+
+
+def programs(split: str) -> list[str]:
+    return [f"zoo:{family}@{variant}" for family in SPLITS[split] for variant in VARIANTS]
+
+
+def build() -> None:
+    """Collect both collections, split by split (finished programs are skipped)."""
+    from hlotune.collect.collector import CollectSettings, collect
+
+    for space in ("flags", "layout"):
+        settings = CollectSettings(space=space, configs=CONFIGS, samples=SAMPLES, seed=SEED, batch=BATCH)
+        for split in SPLITS:
+            for spec in programs(split):
+                result = collect(spec, settings, ROOT / space / split)
+                print(f"{space}/{split} {spec}: {result.configs} configs, noise floor "
+                      f"{result.noise_floor:.1%}, spread {result.spread:.2f}x", flush=True)
+    write_datacard()
+
+
+def write_datacard() -> None:
+    """DATACARD.md from the collected summaries: every number in it is read off the files."""
+    lines = [
+        "# hlotune built-in dataset",
+        "",
+        "Measured by `hlotune collect` on the machine below; regenerate with "
+        "`python -m hlotune.data.builtin` (resumable; the same seed draws the same configs).",
+        f"Per program: {CONFIGS} configs drawn with seed {SEED} plus the default, at least "
+        f"{SAMPLES} samples each (rounds x repeats), default replicas in every batch.",
+        "Splits by architecture family: " + "; ".join(f"{s}: {', '.join(f)}" for s, f in SPLITS.items()) + ".",
+        f"Variants of each family: {', '.join(VARIANTS)}.",
+        "",
+    ]
+    machine = None
+    for space in ("flags", "layout"):
+        rows = _summaries(space)
+        if not rows:
+            continue
+        machine = machine or rows[0][1]["machine"]
+        noise = [r["result"]["noise_floor"] for _, r in rows]
+        spread = [r["result"]["spread"] for _, r in rows]
+        lines += [
+            f"## {space}: {len(rows)} graphs",
+            "",
+            f"Median noise floor {np.median(noise):.1%}, median spread (max/min runtime) "
+            f"{np.median(spread):.2f}x. Configs measured {sum(r['result']['configs'] for _, r in rows)}, "
+            f"failed {sum(r['result']['failed'] for _, r in rows)}.",
+            "",
+            "| split | program | configs | failed | noise floor | spread | seconds |",
+            "|---|---|---|---|---|---|---|",
+            *(
+                f"| {split} | {r['program']} | {r['result']['configs']} | {r['result']['failed']} | "
+                f"{r['result']['noise_floor']:.1%} | {r['result']['spread']:.2f}x | {r['result']['seconds']:.0f} |"
+                for split, r in rows
+            ),
+            "",
+        ]
+    if machine:
+        lines[2:2] = ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + "."]
+    (ROOT / "DATACARD.md").write_text("\n".join(lines) + "\n")
+
+
+def _summaries(space: str) -> list[tuple[str, dict]]:
+    return [
+        (split, json.loads(path.read_text()))
+        for split in SPLITS
+        for path in sorted((ROOT / space / split).glob("*.json"))
+    ]
+
+
+if __name__ == "__main__":
+    build()
+    sys.exit(0)

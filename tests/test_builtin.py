@@ -1,0 +1,36 @@
+"""The built-in dataset: addressing, family splits and the measurements it holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from hlotune.data.builtin import ROOT, SAMPLES, SPLITS, resolve
+from hlotune.data.dataset import Dataset
+from hlotune.errors import HlotuneError
+
+
+@pytest.mark.parametrize("spec", ["builtin:tile", "builtin:flags/training", "builtin:"])
+def test_unknown_builtin_names_are_clean_errors(spec):
+    with pytest.raises(HlotuneError, match="unknown built-in dataset"):
+        resolve(spec)
+
+
+def test_families_are_in_exactly_one_split():
+    families = [family for split in SPLITS.values() for family in split]
+    assert len(families) == len(set(families)) >= 12
+
+
+@pytest.mark.parametrize("collection", ["flags", "layout"])
+def test_collected_files_are_valid_and_split_by_family(collection):
+    if not (ROOT / collection).is_dir():
+        pytest.skip(reason=f"builtin:{collection} is not collected in this checkout")
+    for split, families in SPLITS.items():
+        if not (ROOT / collection / split).is_dir():
+            continue
+        dataset = Dataset(f"builtin:{collection}/{split}")
+        assert dataset.collection == collection
+        for sample in dataset:
+            assert sample.name.split("@")[0] in families
+            assert sample.num_configs >= 64 and sample.labelled
+            assert sample.configs.config_runtime_samples.shape[1] >= SAMPLES
+            assert (sample.configs.config_runtime > 0).all()

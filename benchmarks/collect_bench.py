@@ -1,0 +1,127 @@
+"""Collection benchmark: rate, noise floor and runtime spread per graph, and a plot.
+
+Reads what `hlotune collect` wrote (the summaries beside each npz): by default the built-in
+dataset. With --programs it first collects those programs into --out (a fresh measurement,
+timed end to end), then reports on them.
+
+    python benchmarks/collect_bench.py                                  # builtin:flags, builtin:layout
+    python benchmarks/collect_bench.py --programs zoo:mlp@small zoo:cnn@tiny --space flags --configs 16 --out /tmp/bench
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
+import numpy as np  # noqa: E402
+
+from hlotune.data.builtin import ROOT  # noqa: E402
+from hlotune.data.npz import read_sample  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="*", type=Path, default=[ROOT / "flags", ROOT / "layout"])
+    parser.add_argument("--programs", nargs="+", help="collect these first (fresh measurement)")
+    parser.add_argument("--space", default="flags", choices=("flags", "layout"))
+    parser.add_argument("--configs", type=int, default=16)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/hlotune-collect-bench"))
+    parser.add_argument("--plot", type=Path, default=Path("docs/img/runtime_spread.png"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    folders = args.folders
+    if args.programs:
+        folders = [_collect(args)]
+    report = {str(folder): _report(folder) for folder in folders if folder.is_dir()}
+    for folder, rows in report.items():
+        _print_table(folder, rows)
+    _plot(report, args.plot)
+    if args.json:
+        print(json.dumps({folder: _totals(rows) for folder, rows in report.items()}))
+
+
+def _collect(args) -> Path:
+    from hlotune.collect.collector import CollectSettings, collect
+
+    settings = CollectSettings(space=args.space, configs=args.configs)
+    out = args.out / f"{args.space}-{int(time.time())}"
+    for spec in args.programs:
+        collect(spec, settings, out)
+    return out
+
+
+def _report(folder: Path) -> list[dict]:
+    rows = []
+    for summary_path in sorted(folder.rglob("*.json")):
+        summary = json.loads(summary_path.read_text())
+        result = summary["result"]
+        sample = read_sample(summary_path.with_suffix(".npz"))
+        runtimes = sample.configs.config_runtime.astype(float)
+        rows.append({
+            "graph": summary_path.stem,
+            "split": summary_path.parent.name,
+            "configs": result["configs"],
+            "failed": result["failed"],
+            "seconds": result["seconds"],
+            "rate": (result["configs"] + result["failed"]) / result["seconds"],
+            "noise_floor": result["noise_floor"],
+            "spread": result["spread"],
+            "relative": (runtimes / runtimes[0]).tolist(),  # row 0 is the default config
+        })
+    return rows
+
+
+def _totals(rows: list[dict]) -> dict:
+    configs = sum(r["configs"] + r["failed"] for r in rows)
+    seconds = sum(r["seconds"] for r in rows)
+    return {
+        "graphs": len(rows),
+        "configs": configs,
+        "configs_per_second": configs / seconds if seconds else float("nan"),
+        "median_noise_floor": float(np.median([r["noise_floor"] for r in rows])),
+        "median_spread": float(np.median([r["spread"] for r in rows])),
+        "failed": sum(r["failed"] for r in rows),
+    }
+
+
+def _print_table(folder: str, rows: list[dict]) -> None:
+    print(f"\n{folder}")
+    print(f"{'graph':<28} {'split':<6} {'configs':>7} {'failed':>6} {'cfg/s':>6} {'noise':>7} {'spread':>7}")
+    for r in rows:
+        print(f"{r['graph']:<28} {r['split']:<6} {r['configs']:>7} {r['failed']:>6} {r['rate']:>6.2f} "
+              f"{r['noise_floor']:>7.1%} {r['spread']:>6.2f}x")
+    totals = _totals(rows)
+    print(f"{totals['graphs']} graphs, {totals['configs']} configs at {totals['configs_per_second']:.2f} "
+          f"configs/s; median noise floor {totals['median_noise_floor']:.1%}, "
+          f"median spread {totals['median_spread']:.2f}x")
+
+
+def _plot(report: dict[str, list[dict]], path: Path) -> None:
+    """Runtime of every config relative to the default, one box per graph, per collection."""
+    panels = [(folder, rows) for folder, rows in report.items() if rows]
+    if not panels:
+        return
+    figure, axes = plt.subplots(len(panels), 1, figsize=(14, 4.5 * len(panels)), squeeze=False)
+    for axis, (folder, rows) in zip(axes[:, 0], panels):
+        axis.boxplot([r["relative"] for r in rows], showfliers=True, flierprops={"markersize": 2})
+        axis.set_xticks(range(1, len(rows) + 1), [r["graph"] for r in rows], rotation=90, fontsize=7)
+        axis.axhline(1.0, color="grey", linewidth=0.8)
+        axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
+        axis.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
+        axis.set_ylabel("runtime / default")
+        axis.set_title(f"{Path(folder).name}: runtime of each measured config relative to the default")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    main()

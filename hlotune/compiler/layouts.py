@@ -151,7 +151,7 @@ class LayoutSpace:
     def build(self, config: LayoutConfig) -> Callable:
         """The program with `config` applied, as a jitted function of the flat argument leaves."""
         import jax
-        from jax.experimental.layout import Format, Layout, with_layout_constraint
+        from jax.experimental.layout import Layout, with_layout_constraint
 
         layouts = dict(config.layouts)
 
@@ -162,24 +162,25 @@ class LayoutSpace:
         def configured(*leaves):
             return _interpret(self._jaxpr, leaves, None, constrain)
 
-        sharding = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
-        formats = tuple(
-            Format(Layout(layouts[f"p{i}"][::-1]), sharding) if f"p{i}" in layouts else None
-            for i in range(len(self.leaves))
-        )
-        return jax.jit(configured, in_shardings=formats)
+        return jax.jit(configured, in_shardings=tuple(self._entry_formats(config)))
 
     def placed_args(self, config: LayoutConfig) -> list:
         """The argument leaves, placed in the config's entry layouts (so calls time no relayout)."""
+        import jax
+
+        formats = self._entry_formats(config)
+        return [leaf if f is None else jax.device_put(leaf, f) for leaf, f in zip(self.leaves, formats)]
+
+    def _entry_formats(self, config: LayoutConfig) -> list:
+        """Per flat argument, its entry Format under `config` (None: the compiler's choice)."""
         import jax
         from jax.experimental.layout import Format, Layout
 
         sharding = jax.sharding.SingleDeviceSharding(jax.devices("cpu")[0])
         layouts = dict(config.layouts)
         return [
-            jax.device_put(leaf, Format(Layout(layouts[f"p{i}"][::-1]), sharding))
-            if f"p{i}" in layouts else leaf
-            for i, leaf in enumerate(self.leaves)
+            Format(Layout(layouts[f"p{i}"][::-1]), sharding) if f"p{i}" in layouts else None
+            for i in range(len(self.leaves))
         ]
 
     def node_config_feat(self, configs: list[LayoutConfig]) -> np.ndarray:
@@ -211,14 +212,18 @@ class LayoutSpace:
         for _ in range(100 * count):
             if len(configs) == count:
                 break
-            chosen = self._random_sites(rng) if search == "random" else rng.sample(self.sites, min(len(self.sites), rng.randint(1, 3)))
-            config = LayoutConfig.from_dict({s.key: rng.sample(range(s.rank), s.rank) for s in chosen})
+            config = LayoutConfig.from_dict(
+                {site.key: rng.sample(range(site.rank), site.rank) for site in self._draw(rng, search)}
+            )
             if not config.is_default:
                 configs[config] = None
         return list(configs)
 
-    def _random_sites(self, rng: random.Random) -> list[LayoutSite]:
-        return [site for site in self.sites if rng.random() < 0.5]
+    def _draw(self, rng: random.Random, search: str) -> list[LayoutSite]:
+        """The sites a new config sets: each with probability 1/2, or one to three of them."""
+        if search == "random":
+            return [site for site in self.sites if rng.random() < 0.5]
+        return rng.sample(self.sites, min(len(self.sites), rng.randint(1, 3)))
 
 
 def _site_scope(op_name: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from hlotune.data.sample import GraphArrays
 from hlotune.hlo.extended_features import extended_row
@@ -27,6 +28,7 @@ _ONE_HOT = {  # PrimitiveType number -> the block's 19 values, built once
 }
 _SPLIT_MARKERS = ("cluster", "while", "cond")
 _CHUNK = 8192  # rows built as Python ints before one conversion to int64
+_PROGRESS_FROM = 100_000  # nodes: smaller graphs featurize in a second or two
 
 
 def featurize(graph: HloGraph, *, extended: bool = False) -> GraphArrays:
@@ -34,7 +36,9 @@ def featurize(graph: HloGraph, *, extended: bool = False) -> GraphArrays:
     is_root = graph.is_root.tolist()
     width = NUM_NODE_FEATURES + (len(extended_row(None)) if extended else 0)
     node_feat = np.empty((graph.num_nodes, width), np.float32)  # filled in place: no copies
-    for start in range(0, graph.num_nodes, _CHUNK):
+    quiet = True if graph.num_nodes < _PROGRESS_FROM else None  # None: a bar on terminals only
+    for start in tqdm(range(0, graph.num_nodes, _CHUNK), desc="featurize", unit="chunk",
+                      disable=quiet, leave=False):
         chunk = graph.instructions[start : start + _CHUNK]
         block = node_feat[start : start + len(chunk)]
         block[:, :NUM_NODE_FEATURES] = _to_float32(

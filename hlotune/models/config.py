@@ -1,0 +1,143 @@
+"""The hyper-parameters and data shape of a cost model, stored as `config.json` beside its weights.
+
+A model file must rebuild its network without code, so everything that decides the shapes of
+the weights lives here and round-trips through JSON. The data fields (collection and feature
+widths) may be left as None by a user choosing hyper-parameters; the trainer fills them from the
+data with `with_data`, and a model can only be built once they are known.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from hlotune.data.sample import COLLECTIONS
+from hlotune.errors import HlotuneError
+
+JOINS = ("early", "late")
+LAYOUT_CONFIG_DIM = 18  # minor-to-major of output, input and kernel: 6 slots each
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """What a GraphCostModel is: its data and its architecture.
+
+    `join` places graph-level configs (tile, flags): "early" adds them to every node before
+    message passing, "late" concatenates them with the pooled graph embedding, so the GNN runs
+    once per graph. Layout configs belong to nodes and always join at the configurable nodes.
+    `prune_hops` (layout): propagate the config-dependent part only within that many hops of the
+    configurable nodes; with prune_hops >= num_layers this is exact, below it an approximation.
+    """
+
+    collection: str | None = None
+    node_feat_dim: int | None = None
+    config_dim: int | None = None
+    config_feat_names: tuple[str, ...] = ()  # flags: column names, checked against the data
+    hidden_dim: int = 64
+    opcode_dim: int = 32
+    num_layers: int = 3
+    join: str = "late"
+    cross_config_attention: bool = False
+    attention_heads: int = 4
+    prune_hops: int | None = None
+    dropout: float = 0.0
+
+    def __post_init__(self) -> None:
+        problem = self._problem()
+        if problem:
+            raise HlotuneError(f"model config: {problem}")
+
+    def _problem(self) -> str | None:
+        if self.collection is not None and self.collection not in COLLECTIONS:
+            return f"collection must be one of {', '.join(COLLECTIONS)}, got {self.collection!r}"
+        if self.join not in JOINS:
+            return f"join must be 'early' or 'late', got {self.join!r}"
+        if self.collection == "layout" and self.config_dim not in (None, LAYOUT_CONFIG_DIM):
+            return f"layout configs have {LAYOUT_CONFIG_DIM} columns, not {self.config_dim}"
+        positive = ("hidden_dim", "opcode_dim", "num_layers", "attention_heads")
+        for name in positive + ("node_feat_dim", "config_dim"):
+            value = getattr(self, name)
+            if value is not None and value < (1 if name in positive else 0):
+                return f"{name} must be positive, got {value}"
+        if self.cross_config_attention and self.hidden_dim % self.attention_heads:
+            return f"hidden_dim {self.hidden_dim} is not divisible by {self.attention_heads} heads"
+        if self.prune_hops is not None and self.prune_hops < 0:
+            return f"prune_hops must be >= 0 or None, got {self.prune_hops}"
+        if not 0.0 <= self.dropout < 1.0:
+            return f"dropout must be in [0, 1), got {self.dropout}"
+        if self.config_feat_names and len(self.config_feat_names) != self.config_dim:
+            names = len(self.config_feat_names)
+            return f"{names} config_feat_names for config_dim {self.config_dim}"
+        return None
+
+    @property
+    def complete(self) -> bool:
+        """Whether the data fields are known, so a model can be built."""
+        return None not in (self.collection, self.node_feat_dim, self.config_dim)
+
+    def with_data(
+        self,
+        collection: str,
+        node_feat_dim: int,
+        config_dim: int,
+        config_feat_names: tuple[str, ...] = (),
+    ) -> ModelConfig:
+        """This config with the data fields filled; a field already set must agree with the data."""
+        data = {
+            "collection": collection,
+            "node_feat_dim": node_feat_dim,
+            "config_dim": config_dim,
+            "config_feat_names": tuple(config_feat_names),
+        }
+        for name, value in data.items():
+            mine = getattr(self, name)
+            if mine not in (None, ()) and mine != value:
+                raise HlotuneError(f"model config: {name} is {mine!r} but the data has {value!r}")
+        return replace(self, **data)
+
+    def to_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        values["config_feat_names"] = list(self.config_feat_names)
+        return values
+
+    @classmethod
+    def from_dict(cls, values: Any) -> ModelConfig:
+        """Rebuild from `to_dict`'s output, with a one-line HlotuneError for anything else."""
+        if not isinstance(values, dict):
+            raise HlotuneError("model config: expected a JSON object")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise HlotuneError(f"model config: unknown keys {', '.join(unknown)}")
+        for name, value in values.items():
+            if not _type_ok(name, value):
+                raise HlotuneError(f"model config: {name} has the wrong type ({value!r})")
+        values = dict(values)
+        if "config_feat_names" in values:
+            values["config_feat_names"] = tuple(values["config_feat_names"])
+        return cls(**values)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return (_is_int(value) or isinstance(value, float)) and math.isfinite(value)
+
+
+_TYPE_CHECKS = {
+    "collection": lambda v: v is None or isinstance(v, str),
+    "node_feat_dim": lambda v: v is None or _is_int(v),
+    "config_dim": lambda v: v is None or _is_int(v),
+    "config_feat_names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+    "join": lambda v: isinstance(v, str),
+    "cross_config_attention": lambda v: isinstance(v, bool),
+    "prune_hops": lambda v: v is None or _is_int(v),
+    "dropout": _is_number,
+}
+
+
+def _type_ok(name: str, value: Any) -> bool:
+    return _TYPE_CHECKS.get(name, _is_int)(value)

@@ -1,0 +1,99 @@
+"""The model folder on disk: `config.json` (what to build) and `model.safetensors` (the tensors).
+
+Model files are shared between users, so they carry no code: safetensors holds only named
+arrays (loading it cannot run anything, unlike a pickle), and the JSON holds only the
+ModelConfig. Writes are atomic so a crash never leaves half a model behind; reads turn every
+problem into a one-line HlotuneError naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import safetensors.torch
+from torch import Tensor
+
+from hlotune.errors import HlotuneError
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+FORMAT = "hlotune-graph-cost-model"
+VERSION = 1
+
+
+def write_model_files(
+    model_dir: str | os.PathLike[str], config: dict[str, Any], tensors: dict[str, Tensor]
+) -> None:
+    folder = Path(model_dir)
+    document = {"format": FORMAT, "version": VERSION, "model": config}
+    write_atomic(folder / WEIGHTS_FILE, save_tensors(tensors))
+    write_atomic(folder / CONFIG_FILE, (json.dumps(document, indent=2) + "\n").encode())
+
+
+def read_model_files(
+    model_dir: str | os.PathLike[str],
+) -> tuple[dict[str, Any], dict[str, Tensor]]:
+    """The `model` object of config.json and the tensors, both checked for readability only."""
+    folder = Path(model_dir)
+    if not folder.is_dir():
+        raise HlotuneError(f"{folder}: no such model folder")
+    document = read_json(folder / CONFIG_FILE)
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise HlotuneError(f"{folder / CONFIG_FILE}: not an hlotune model config")
+    if document.get("version") != VERSION:
+        raise HlotuneError(
+            f"{folder / CONFIG_FILE}: model format version {document.get('version')!r}, "
+            f"this hlotune reads version {VERSION}"
+        )
+    return document.get("model"), load_tensors(folder / WEIGHTS_FILE)
+
+
+def save_tensors(tensors: dict[str, Tensor]) -> bytes:
+    return safetensors.torch.save({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
+
+
+def load_tensors(path: Path) -> dict[str, Tensor]:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise HlotuneError(f"{path}: missing") from None
+    except OSError as err:
+        raise HlotuneError(f"{path}: cannot read ({err.strerror or err})") from None
+    try:
+        return safetensors.torch.load(data)
+    except Exception as err:  # safetensors raises its own and Rust-side errors on damaged bytes
+        why = _first_line(err)
+        raise HlotuneError(f"{path}: not a readable safetensors file ({why})") from None
+
+
+def read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise HlotuneError(f"{path}: missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise HlotuneError(f"{path}: not valid JSON ({_first_line(err)})") from None
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file and a rename: readers see the old file or the new, never half."""
+    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(temp, "xb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temp, path)
+    except OSError as err:
+        raise HlotuneError(f"{path}: cannot write ({err.strerror or err})") from err
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _first_line(err: Exception) -> str:
+    return (str(err).strip().splitlines() or [type(err).__name__])[0]

@@ -1,0 +1,217 @@
+"""The learned cost model: scores the configs of one graph, lower = predicted faster.
+
+    node  -> opcode embedding + normalised features -> MLP                   (once per graph)
+          -> join configs (graph-level: every node or after pooling; layout: configurable nodes)
+          -> GraphSAGE layers over both edge directions
+          -> concat(sum, mean) pooling -> MLP -> [attention across configs] -> head -> score
+
+Training and tuning score many configs of the same graph, so the model is split in two:
+`encode_graph` does everything that does not depend on the config once, and `score` runs only
+the config-dependent rest for a batch of C configs. How much is shared depends on the join:
+late join shares the whole GNN (a config is then one vector against the pooled graph); early
+join and layout configs need message passing per config, which for layout runs only on the
+configurable nodes' neighbourhood when `prune_hops` is set (see `prune.py`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from hlotune.errors import HlotuneError
+from hlotune.hlo.opcodes import NUM_OPCODES
+from hlotune.models.attention import CrossConfigAttention
+from hlotune.models.config import ModelConfig
+from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE, read_model_files, write_model_files
+from hlotune.models.inputs import GraphInputs
+from hlotune.models.layout_embedding import LayoutEmbedding
+from hlotune.models.normalizer import FeatureStats, SignLogNormalizer
+from hlotune.models.prune import Subgraph, prune
+from hlotune.models.sage import BidirectionalSAGEConv
+
+
+@dataclass
+class GraphContext:
+    """The config-independent part of one graph, computed once and reused for all its configs.
+
+    Late join keeps only `pooled`. Otherwise the config-dependent layers run over `nodes`
+    (all nodes, or a pruned subgraph whose dropped part is summarised by `outside`, the
+    messages it sends in at each layer, and `outside_sum`, its pooled final embeddings).
+    """
+
+    num_nodes: int
+    pooled: Tensor | None = None  # (2H,) late join: readout of the config-free GNN
+    nodes: Tensor | None = None  # (k, H) encoded nodes the config-dependent layers run on
+    edge_index: Tensor | None = None  # (2, m_k) among `nodes`
+    config_nodes: Tensor | None = None  # (nc,) layout: positions of configurable nodes in `nodes`
+    outside: list[Tensor] | None = None  # per layer (k, 2H): messages from dropped nodes
+    outside_sum: Tensor | float = 0.0  # (H,) sum of the dropped nodes' final embeddings
+
+    @property
+    def rows_per_config(self) -> int:
+        """Node rows each config propagates: what memory per config scales with."""
+        return 1 if self.nodes is None else int(self.nodes.shape[0])
+
+
+class GraphCostModel(nn.Module):
+    def __init__(self, config: ModelConfig) -> None:
+        if not config.complete:
+            raise HlotuneError("model config: collection, node_feat_dim and config_dim must be set")
+        super().__init__()
+        self.config = config
+        hidden, dropout = config.hidden_dim, config.dropout
+        self.node_norm = SignLogNormalizer(config.node_feat_dim)
+        self.opcode_embedding = nn.Embedding(NUM_OPCODES, config.opcode_dim)
+        self.node_encoder = _mlp(config.opcode_dim + config.node_feat_dim, hidden, hidden, dropout)
+        if config.collection == "layout":
+            self.config_encoder: nn.Module = LayoutEmbedding(hidden)
+        else:
+            self.config_norm = SignLogNormalizer(config.config_dim)
+            self.config_encoder = _mlp(config.config_dim, hidden, hidden, dropout)
+        self.convs = nn.ModuleList(BidirectionalSAGEConv(hidden) for _ in range(config.num_layers))
+        self.embed = _mlp(2 * hidden + (hidden if self.late_join else 0), hidden, hidden, dropout)
+        self.attention = (
+            CrossConfigAttention(hidden, config.attention_heads, dropout)
+            if config.cross_config_attention
+            else None
+        )
+        self.head = _mlp(hidden, hidden, 1, dropout)
+
+    @property
+    def late_join(self) -> bool:
+        return self.config.collection != "layout" and self.config.join == "late"
+
+    @property
+    def device(self) -> torch.device:
+        return self.head[0].weight.device
+
+    def set_feature_stats(self, stats: FeatureStats) -> None:
+        """Fix the feature scaling to the training data's (see `normalizer.py`)."""
+        self.node_norm.set_stats(stats.node)
+        if stats.config is not None:
+            self.config_norm.set_stats(stats.config)
+
+    def forward(self, graph: GraphInputs, configs: Tensor) -> Tensor:
+        """Scores `(C,)` of C configs of one graph, `(C, config_dim)` or `(C, nc, 18)` (layout)."""
+        return self.score(self.encode_graph(graph), configs)
+
+    def encode_graph(self, graph: GraphInputs) -> GraphContext:
+        n = graph.num_nodes
+        opcodes = self.opcode_embedding(graph.node_opcode)
+        nodes = self.node_encoder(torch.cat((opcodes, self.node_norm(graph.node_feat)), dim=-1))
+        if self.late_join:
+            for conv in self.convs:
+                nodes = conv(nodes, graph.edge_index)
+            return GraphContext(n, pooled=_readout(nodes.sum(dim=-2), n))
+        whole = GraphContext(
+            n, nodes=nodes, edge_index=graph.edge_index, config_nodes=graph.node_config_ids
+        )
+        if graph.node_config_ids is None or self.config.prune_hops is None:
+            return whole
+        subgraph = prune(graph.edge_index, graph.node_config_ids, n, self.config.prune_hops)
+        return whole if subgraph.is_whole_graph else self._pruned(nodes, graph.edge_index, subgraph)
+
+    def _pruned(self, nodes: Tensor, edge_index: Tensor, subgraph: Subgraph) -> GraphContext:
+        """Run the layers once over the whole graph without configs, to summarise the dropped part.
+
+        A dropped node is more than prune_hops hops from every configurable node, so with
+        prune_hops >= num_layers no config reaches it: its embeddings here are exact, and so are
+        the messages it sends into the subgraph.
+        """
+        kept, boundary, n = subgraph.nodes, subgraph.boundary_edge_index, subgraph.num_nodes
+        outside, state = [], nodes
+        for conv in self.convs:
+            outside.append(conv.aggregate(state, boundary, n)[kept])
+            state = conv(state, edge_index)
+        dropped = torch.ones(n, dtype=torch.bool, device=nodes.device)
+        dropped[kept] = False
+        return GraphContext(
+            n,
+            nodes=nodes[kept],
+            edge_index=subgraph.edge_index,
+            config_nodes=subgraph.seeds,
+            outside=outside,
+            outside_sum=state[dropped].sum(dim=0),
+        )
+
+    def score(self, context: GraphContext, configs: Tensor) -> Tensor:
+        """Scores `(C,)` of C configs against a graph's `encode_graph` context."""
+        if self.late_join:
+            encoded = self.config_encoder(self.config_norm(configs))
+            features = torch.cat((context.pooled.expand(len(configs), -1), encoded), dim=-1)
+        else:
+            x = self._join(context, configs)
+            outside = context.outside or [None] * len(self.convs)
+            for conv, messages in zip(self.convs, outside):
+                x = conv(x, context.edge_index, messages)
+            features = _readout(x.sum(dim=-2) + context.outside_sum, context.num_nodes)
+        embedded = self.embed(features)
+        if self.attention is not None:
+            embedded = self.attention(embedded)
+        return self.head(embedded).squeeze(-1)
+
+    def _join(self, context: GraphContext, configs: Tensor) -> Tensor:
+        """`(C, k, H)` node states with each config added in: at every node (graph-level; adding a
+        projection is a concatenation followed by a linear layer), or at the configurable nodes."""
+        if context.config_nodes is None:
+            return context.nodes + self.config_encoder(self.config_norm(configs)).unsqueeze(-2)
+        layouts = self.config_encoder(configs)  # (C, nc, H)
+        states = context.nodes.expand(len(configs), -1, -1)
+        return states.index_add(-2, context.config_nodes, layouts)
+
+    def save(self, model_dir: str | os.PathLike[str]) -> None:
+        """Write `config.json` and `model.safetensors` (weights and feature statistics)."""
+        write_model_files(model_dir, self.config.to_dict(), self.state_dict())
+
+    @classmethod
+    def load(
+        cls, model_dir: str | os.PathLike[str], device: torch.device | str = "cpu"
+    ) -> GraphCostModel:
+        """Rebuild a saved model; HlotuneError for a missing, corrupt or inconsistent folder."""
+        raw_config, tensors = read_model_files(model_dir)
+        try:
+            config = ModelConfig.from_dict(raw_config)
+            model = cls(config)
+        except HlotuneError as err:
+            raise HlotuneError(f"{Path(model_dir) / CONFIG_FILE}: {err}") from None
+        problem = _state_problem(model.state_dict(), tensors)
+        if problem:
+            raise HlotuneError(f"{Path(model_dir) / WEIGHTS_FILE}: {problem}")
+        model.load_state_dict(tensors)
+        return model.to(device)
+
+
+def _state_problem(expected: dict[str, Tensor], found: dict[str, Tensor]) -> str | None:
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        return f"{len(missing)} tensors missing for this config.json ({_some(missing)})"
+    unexpected = sorted(set(found) - set(expected))
+    if unexpected:
+        return f"{len(unexpected)} tensors this config.json does not use ({_some(unexpected)})"
+    for key, tensor in expected.items():
+        if found[key].shape != tensor.shape or found[key].dtype != tensor.dtype:
+            return (
+                f"{key}: {found[key].dtype} {tuple(found[key].shape)}, this config.json needs "
+                f"{tensor.dtype} {tuple(tensor.shape)}"
+            )
+    return None
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def _readout(total: Tensor, num_nodes: int) -> Tensor:
+    """concat(sum, mean): the sum keeps a config's local change at full size in a big graph,
+    the mean gives a size-independent view."""
+    return torch.cat((total, total / max(num_nodes, 1)), dim=-1)
+
+
+def _mlp(width_in: int, hidden: int, width_out: int, dropout: float) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(width_in, hidden), nn.ReLU(), nn.Dropout(dropout), nn.Linear(hidden, width_out)
+    )

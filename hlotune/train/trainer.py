@@ -1,0 +1,286 @@
+"""Training a GraphCostModel on folders of TpuGraphs-format graphs.
+
+Each step takes one graph and `configs_per_batch` of its measured configs: ranking is learned
+between configs of the same graph (runtimes of different graphs are not comparable), and the
+graph's config-independent work is shared by the whole batch. AdamW with gradient clipping and
+a cosine learning rate; after each epoch the model is validated (Kendall tau, OPA), the best one
+is kept in `out_dir/model/`, and a checkpoint is written so that `resume=True` continues the
+run. Every epoch reseeds from (seed, epoch), so a run is reproducible on CPU and a resumed run
+matches an uninterrupted one.
+
+    out_dir/model/        best model by validation (config.json, model.safetensors)
+    out_dir/checkpoint/   last finished epoch (model, optimizer, trainer_state.json)
+    out_dir/log.csv       epoch, train_loss, valid_tau, valid_opa, lr, seconds
+    out_dir/curves.png
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from hlotune.data.dataset import Dataset
+from hlotune.data.sample import GraphSample
+from hlotune.errors import HlotuneError
+from hlotune.models.config import ModelConfig
+from hlotune.models.gnn import GraphCostModel
+from hlotune.models.inputs import check_compatible, config_inputs, data_fields, graph_inputs
+from hlotune.models.normalizer import fit_feature_stats
+from hlotune.train.checkpoint import TrainerState, load_checkpoint, replace_folder, save_checkpoint
+from hlotune.train.log import EpochLog, plot_curves, write_csv
+from hlotune.train.losses import CombinedLoss
+from hlotune.train.targets import log_targets, measured
+from hlotune.train.validate import validate
+
+PathLike = str | os.PathLike[str]
+
+MODEL_DIR = "model"
+CHECKPOINT_DIR = "checkpoint"
+LOG_FILE = "log.csv"
+PLOT_FILE = "curves.png"
+MONITORS = ("kendall_tau", "opa")
+# Settings a resumed run may change; any other change would make it a different run.
+RESUMABLE = ("epochs", "patience")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    epochs: int
+    loss: str
+    seed: int
+    configs_per_batch: int
+    lr: float
+    weight_decay: float
+    clip_norm: float
+    patience: int  # epochs without a better validation score before stopping
+    monitor: str  # the validation metric early stopping and the best model follow
+    valid_max_configs: int | None
+
+    def __post_init__(self) -> None:
+        CombinedLoss.parse(self.loss)
+        if self.monitor not in MONITORS:
+            raise HlotuneError(f"monitor must be kendall_tau or opa, got {self.monitor!r}")
+        for name in ("epochs", "configs_per_batch", "patience", "valid_max_configs"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise HlotuneError(f"{name} must be at least 1, got {value}")
+        if not (self.lr > 0 and self.clip_norm > 0 and self.weight_decay >= 0):
+            raise HlotuneError("lr and clip_norm must be positive, weight_decay not negative")
+
+
+@dataclass
+class TrainResult:
+    model_dir: Path  # the best model: what eval and predict load
+    epochs_run: int
+    best_epoch: int | None
+    best_value: float | None  # of the monitored metric; None without validation
+    stopped_early: bool
+    history: list[EpochLog]
+
+
+def train(
+    train_dirs: PathLike | Sequence[PathLike],
+    valid_dir: PathLike | None,
+    out_dir: PathLike,
+    *,
+    epochs: int = 20,
+    loss: str = "pairwise_hinge",
+    seed: int = 0,
+    configs_per_batch: int = 16,
+    lr: float = 1e-3,
+    weight_decay: float = 1e-2,
+    clip_norm: float = 1.0,
+    patience: int = 5,
+    monitor: str = "kendall_tau",
+    valid_max_configs: int | None = 1000,
+    model_config: ModelConfig | None = None,
+    resume: bool = False,
+    progress: bool = True,
+) -> TrainResult:
+    """Train on the graphs under `train_dirs` (one collection), validating on `valid_dir`.
+
+    `loss` is a CombinedLoss spec ("mse:1,pairwise_hinge:1", "listmle"). `model_config` sets
+    the architecture; its data fields are filled from the data. Without `valid_dir` the last
+    epoch is the best and training never stops early. `resume=True` continues the run in
+    `out_dir`, with the same settings except `epochs` (more epochs also stretch the cosine
+    schedule) and `patience`; without it `out_dir` must not hold a run already. A run that
+    stopped early stays stopped. Unlabelled graphs are skipped.
+    """
+    settings = TrainSettings(
+        epochs, loss, seed, configs_per_batch, lr, weight_decay, clip_norm, patience, monitor,
+        valid_max_configs,
+    )
+    loss_fn = CombinedLoss.parse(loss)
+    dirs = [train_dirs] if isinstance(train_dirs, (str, os.PathLike)) else list(train_dirs)
+    train_sets = [Dataset(folder) for folder in dirs]
+    valid_set = None if valid_dir is None else Dataset(valid_dir)
+    out = Path(out_dir)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+    if resume:
+        model, optimizer_state, state = load_checkpoint(out / CHECKPOINT_DIR, device)
+        _check_resumable(state, settings, model_config, model.config)
+        state.settings = asdict(settings)
+    else:
+        if (out / CHECKPOINT_DIR).exists() or (out / MODEL_DIR).exists():
+            raise HlotuneError(
+                f"{out}: holds a training run already; resume it or use another folder"
+            )
+        torch.manual_seed(seed)
+        model, steps_per_epoch = _new_model(train_sets, model_config or ModelConfig())
+        model.to(device)
+        optimizer_state, state = None, TrainerState(asdict(settings), steps_per_epoch)
+    if valid_set is not None and valid_set.collection != model.config.collection:
+        raise HlotuneError(
+            f"{valid_set.root}: {valid_set.collection} graphs, "
+            f"training on {model.config.collection}"
+        )
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    if optimizer_state is not None:
+        optimizer.load_state_dict(optimizer_state)
+
+    while state.epoch < epochs and not state.stopped_early:
+        started = time.perf_counter()
+        train_loss = _train_epoch(model, optimizer, loss_fn, train_sets, state, settings, progress)
+        summary = None
+        if valid_set is not None:
+            summary = validate(model, valid_set, max_configs=valid_max_configs)
+        state.epoch += 1
+        state.history.append(EpochLog(
+            epoch=state.epoch,
+            train_loss=train_loss,
+            valid_tau=None if summary is None else summary["kendall_tau"],
+            valid_opa=None if summary is None else summary["opa"],
+            lr=optimizer.param_groups[0]["lr"],
+            seconds=time.perf_counter() - started,
+        ))
+        value = None if summary is None else summary[monitor]
+        _keep_best(model, out / MODEL_DIR, state, value, patience)
+        save_checkpoint(out / CHECKPOINT_DIR, model, optimizer, state)
+        write_csv(out / LOG_FILE, state.history)
+        plot_curves(out / PLOT_FILE, state.history)
+    return TrainResult(
+        model_dir=out / MODEL_DIR,
+        epochs_run=state.epoch,
+        best_epoch=state.best_epoch,
+        best_value=state.best_value,
+        stopped_early=state.stopped_early,
+        history=state.history,
+    )
+
+
+def _new_model(train_sets: list[Dataset], config: ModelConfig) -> tuple[GraphCostModel, int]:
+    """A model for the data with its feature scaling fitted in one pass, and the labelled
+    graph count (the steps of an epoch)."""
+    labelled = _labelled(train_sets)
+    first = next(labelled, None)
+    if first is None:
+        folders = ", ".join(str(dataset.root) for dataset in train_sets)
+        raise HlotuneError(f"{folders}: no labelled graphs to train on")
+    model = GraphCostModel(config.with_data(**data_fields(first)))
+
+    def checked() -> Iterator[GraphSample]:
+        for sample in itertools.chain([first], labelled):
+            check_compatible(sample, model.config)
+            yield sample
+
+    stats = fit_feature_stats(checked())
+    model.set_feature_stats(stats)
+    return model, stats.graphs
+
+
+def _labelled(train_sets: list[Dataset]) -> Iterator[GraphSample]:
+    return (sample for dataset in train_sets for sample in dataset if sample.labelled)
+
+
+def _train_epoch(
+    model: GraphCostModel,
+    optimizer: torch.optim.Optimizer,
+    loss_fn: CombinedLoss,
+    train_sets: list[Dataset],
+    state: TrainerState,
+    settings: TrainSettings,
+    progress: bool,
+) -> float:
+    """One pass over the training graphs in a (seed, epoch)-shuffled order; the mean step loss."""
+    epoch = state.epoch + 1
+    rng = np.random.default_rng([settings.seed, epoch])
+    torch.manual_seed(int(rng.integers(2**62)))  # dropout
+    files = [(d, i) for d, dataset in enumerate(train_sets) for i in range(len(dataset))]
+    total_steps = settings.epochs * state.steps_per_epoch
+    device = model.device
+    model.train()
+    losses = []
+    description = f"epoch {epoch}/{settings.epochs}"
+    with tqdm(total=state.steps_per_epoch, desc=description, disable=not progress) as bar:
+        for position in rng.permutation(len(files)):
+            d, i = files[position]
+            sample = train_sets[d][i]
+            if not sample.labelled:
+                continue
+            candidates = measured(sample)
+            size = min(settings.configs_per_batch, len(candidates))
+            picked = rng.choice(candidates, size=size, replace=False)
+            graph = graph_inputs(sample, model.config, device)
+            scores = model(graph, config_inputs(sample, picked, device))
+            targets = torch.as_tensor(log_targets(sample)[picked], device=device)
+            loss = loss_fn(scores, targets)
+            for group in optimizer.param_groups:
+                group["lr"] = _cosine(settings.lr, state.step, total_steps)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
+            optimizer.step()
+            state.step += 1
+            losses.append(loss.item())
+            bar.update()
+            bar.set_postfix(loss=f"{losses[-1]:.4g}")
+    return float(np.mean(losses)) if losses else math.nan
+
+
+def _cosine(peak: float, step: int, total: int) -> float:
+    return peak * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / max(total, 1)))
+
+
+def _keep_best(
+    model: GraphCostModel, folder: Path, state: TrainerState, value: float | None, patience: int
+) -> None:
+    """Save the model if it is the best so far (always, without validation); count stale epochs."""
+    if value is None or state.best_value is None or value > state.best_value:
+        state.best_epoch, state.best_value, state.stale_epochs = state.epoch, value, 0
+        replace_folder(folder, model.save)
+    else:
+        state.stale_epochs += 1
+        state.stopped_early = state.stale_epochs >= patience
+
+
+def _check_resumable(
+    state: TrainerState,
+    settings: TrainSettings,
+    model_config: ModelConfig | None,
+    saved: ModelConfig,
+) -> None:
+    changed = [
+        name for name, value in asdict(settings).items()
+        if name not in RESUMABLE and state.settings.get(name) != value
+    ]
+    if changed:
+        raise HlotuneError(
+            f"cannot resume with other settings ({', '.join(changed)}: was "
+            f"{', '.join(repr(state.settings.get(n)) for n in changed)})"
+        )
+    if model_config is not None:
+        wanted = model_config.with_data(
+            saved.collection, saved.node_feat_dim, saved.config_dim, saved.config_feat_names
+        )
+        if wanted != saved:
+            raise HlotuneError("cannot resume with another model config than the checkpoint's")

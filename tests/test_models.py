@@ -1,0 +1,270 @@
+"""The cost model: feature scaling, pruning, config reuse, layout encoding and model files."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.errors import HlotuneError
+from hlotune.models import (
+    GraphCostModel,
+    ModelConfig,
+    data_fields,
+    fit_feature_stats,
+    graph_inputs,
+    predict_scores,
+)
+from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE
+from hlotune.models.layout_embedding import LayoutEmbedding
+from hlotune.models.normalizer import RunningMoments, SignLogNormalizer
+from hlotune.models.prune import neighbourhood, prune
+
+torch.set_num_threads(1)
+
+SMALL = dict(hidden_dim=8, opcode_dim=4, num_layers=2)
+
+
+def _graph(rng: np.random.Generator, n: int, width: int = 140) -> GraphArrays:
+    """A chain (node i consumes node i - 1) plus a few random back edges; TpuGraphs-like features."""
+    edges = {(i, i - 1) for i in range(1, n)}
+    edges |= {(int(u), int(rng.integers(0, u))) for u in rng.integers(2, n, size=n // 3)}
+    feat = rng.integers(0, 5, size=(n, width)).astype(np.float32)
+    feat[:, 28] = rng.integers(1, 10**9, size=n)  # a product column: huge values
+    return GraphArrays(
+        node_feat=feat,
+        node_opcode=rng.integers(0, 121, size=n).astype(np.uint8),
+        edge_index=np.array(sorted(edges), dtype=np.int64),
+    )
+
+
+def _runtimes(rng: np.random.Generator, c: int) -> np.ndarray:
+    return rng.integers(1000, 5000, size=c).astype(np.int64)
+
+
+def layout_sample(seed: int = 0, n: int = 30, c: int = 6, config_nodes=(3, 4, 20)) -> GraphSample:
+    rng = np.random.default_rng(seed)
+    feat = rng.integers(-1, 6, size=(c, len(config_nodes), 18)).astype(np.float32)
+    configs = LayoutConfigs(np.array(config_nodes, dtype=np.int64), feat, _runtimes(rng, c))
+    return GraphSample(_graph(rng, n), configs, name=f"layout{seed}")
+
+
+def flags_sample(seed: int = 0, n: int = 15, c: int = 5) -> GraphSample:
+    rng = np.random.default_rng(seed)
+    feat = rng.integers(0, 3, size=(c, 4)).astype(np.float32)
+    feat[:, 3] = 7.0  # a constant column
+    names = np.array(["a", "b", "c", "d"])
+    return GraphSample(_graph(rng, n), FlagConfigs(feat, names, _runtimes(rng, c)), name=f"flags{seed}")
+
+
+def tile_sample(seed: int = 0, n: int = 6, c: int = 5) -> GraphSample:
+    rng = np.random.default_rng(seed)
+    feat = rng.integers(0, 64, size=(c, 24)).astype(np.float32)
+    runtimes = _runtimes(rng, c)
+    configs = TileConfigs(feat, runtimes, np.full(c, runtimes[0]))
+    return GraphSample(_graph(rng, n), configs, name=f"tile{seed}")
+
+
+def make_model(sample: GraphSample, seed: int = 0, **options) -> GraphCostModel:
+    torch.manual_seed(seed)
+    config = ModelConfig(**{**SMALL, **options}).with_data(**data_fields(sample))
+    model = GraphCostModel(config)
+    model.set_feature_stats(fit_feature_stats([sample]))
+    return model.eval()
+
+
+VARIANTS = {
+    "tile-late": (tile_sample, {}),
+    "flags-early-attention": (flags_sample, {"join": "early", "cross_config_attention": True, "attention_heads": 2}),
+    "layout-pruned": (layout_sample, {"prune_hops": 2}),
+}
+
+
+# Normalisation
+
+
+def test_normalizer_sign_logs_and_standardises_with_constant_columns_at_zero():
+    rows = np.array([[1.0, -5.0, 3.0], [1e30, 5.0, 3.0], [0.0, 0.0, 3.0]], dtype=np.float32)
+    moments = RunningMoments(3)
+    moments.add(rows[:2])
+    moments.add(rows[2:])  # streamed in two parts = fitted at once
+    scaled = np.sign(rows) * np.log1p(np.abs(rows.astype(np.float64)))
+    np.testing.assert_allclose(moments.mean, scaled.mean(axis=0))
+    np.testing.assert_allclose(moments.std[:2], scaled.std(axis=0)[:2])
+    normalizer = SignLogNormalizer(3)
+    normalizer.set_stats(moments)
+    out = normalizer(torch.from_numpy(rows))
+    assert torch.all(out[:, 2] == 0)
+    torch.testing.assert_close(out.mean(dim=0), torch.zeros(3), atol=1e-6, rtol=0)
+    assert set(normalizer.state_dict()) == {"mean", "std"}  # stored with the weights
+
+
+# Pruning
+
+
+def test_prune_keeps_seeds_and_k_hop_neighbours_in_both_directions():
+    # 0 <- 1 <- 2 <- 3 <- 4 (u consumes v), and 5 consumes 2
+    edge_index = torch.tensor([[1, 2, 3, 4, 5], [0, 1, 2, 3, 2]])
+    seeds = torch.tensor([2])
+    assert neighbourhood(edge_index, seeds, 6, 0).nonzero().flatten().tolist() == [2]
+    assert neighbourhood(edge_index, seeds, 6, 1).nonzero().flatten().tolist() == [1, 2, 3, 5]
+    sub = prune(edge_index, seeds, 6, 1)
+    assert sub.nodes.tolist() == [1, 2, 3, 5]
+    assert sub.seeds.tolist() == [1]
+    assert sub.edge_index.t().tolist() == [[1, 0], [2, 1], [3, 1]]  # renumbered
+    assert sub.boundary_edge_index.t().tolist() == [[1, 0], [4, 3]]  # original ids
+    assert prune(edge_index, seeds, 6, 2).is_whole_graph
+
+
+def test_pruning_is_exact_when_every_node_is_within_k_hops():
+    sample = layout_sample(n=8, config_nodes=(2, 5))
+    full = predict_scores(make_model(sample, prune_hops=None), sample)
+    pruned = predict_scores(make_model(sample, prune_hops=8), sample)
+    np.testing.assert_allclose(pruned, full, rtol=1e-5, atol=1e-5)
+
+
+def test_pruning_with_hops_at_least_layers_is_exact_on_a_larger_graph():
+    sample = layout_sample(n=60, config_nodes=(3, 4))
+    model = make_model(sample, prune_hops=None)
+    full = predict_scores(model, sample)
+    model.config = replace(model.config, prune_hops=SMALL["num_layers"])
+    context = model.encode_graph(graph_inputs(sample, model.config, "cpu"))
+    assert context.rows_per_config < 60  # nodes were dropped
+    np.testing.assert_allclose(predict_scores(model, sample), full, rtol=1e-5, atol=1e-5)
+
+
+# Reuse and encodings
+
+
+@pytest.mark.parametrize("variant", ["tile-late", "flags-early", "layout-pruned", "layout-full"])
+def test_scoring_configs_together_equals_one_at_a_time(variant):
+    make, options = {
+        "tile-late": (tile_sample, {}),
+        "flags-early": (flags_sample, {"join": "early"}),
+        "layout-pruned": (layout_sample, {"prune_hops": 1}),
+        "layout-full": (layout_sample, {}),
+    }[variant]
+    sample = make()
+    model = make_model(sample, **options)
+    together = predict_scores(model, sample)
+    alone = [predict_scores(model, sample, indices=np.array([i]))[0] for i in range(sample.num_configs)]
+    np.testing.assert_allclose(together, alone, rtol=1e-5, atol=1e-6)
+    assert np.ptp(together) > 0  # configs are told apart
+
+
+def test_layout_padding_minus_one_is_not_dimension_zero():
+    embedding = LayoutEmbedding(4)
+    pad, zero = torch.full((18,), -1.0), torch.full((18,), -1.0)
+    zero[7] = 0.0
+    assert not torch.allclose(embedding(pad), embedding(zero))
+    sample = layout_sample(c=2)
+    sample.configs.node_config_feat[:] = -1
+    sample.configs.node_config_feat[1, 0, 0] = 0
+    scores = predict_scores(make_model(sample, hidden_dim=32), sample)  # 8 ReLUs may all be off
+    assert scores[0] != scores[1]
+
+
+def test_layout_values_outside_minus_one_to_five_are_rejected():
+    sample = layout_sample()
+    model = make_model(sample)
+    sample.configs.node_config_feat[0, 0, 0] = 6
+    with pytest.raises(HlotuneError, match="-1..5"):
+        predict_scores(model, sample)
+
+
+# Model files
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_save_load_round_trip_gives_identical_scores(tmp_path, variant):
+    make, options = VARIANTS[variant]
+    sample = make()
+    model = make_model(sample, **options)
+    model.save(tmp_path / "m")
+    loaded = GraphCostModel.load(tmp_path / "m")
+    assert loaded.config == model.config
+    np.testing.assert_array_equal(predict_scores(loaded, sample), predict_scores(model, sample))
+    assert json.loads((tmp_path / "m" / CONFIG_FILE).read_text())["model"]["collection"] == sample.collection
+
+
+def _corrupt(folder, how):
+    config, weights = folder / CONFIG_FILE, folder / WEIGHTS_FILE
+    if how == "missing weights":
+        weights.unlink()
+    elif how == "missing config":
+        config.unlink()
+    elif how == "truncated weights":
+        data = weights.read_bytes()
+        weights.write_bytes(data[: len(data) // 2])
+    elif how == "bad json":
+        config.write_text("{not json")
+    elif how == "other format":
+        config.write_text('{"format": "something-else"}')
+    else:
+        document = json.loads(config.read_text())
+        if how == "other shapes":
+            document["model"]["hidden_dim"] = 12
+        elif how == "unknown key":
+            document["model"]["colour"] = "blue"
+        elif how == "wrong type":
+            document["model"]["num_layers"] = "two"
+        elif how == "missing tensors":
+            document["model"]["cross_config_attention"] = True
+            document["model"]["attention_heads"] = 2
+        config.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["missing weights", "missing config", "truncated weights", "bad json", "other format",
+     "other shapes", "unknown key", "wrong type", "missing tensors"],
+)
+def test_corrupt_model_folder_is_a_one_line_error(tmp_path, how):
+    sample = flags_sample()
+    make_model(sample).save(tmp_path)
+    _corrupt(tmp_path, how)
+    with pytest.raises(HlotuneError) as caught:
+        GraphCostModel.load(tmp_path)
+    assert "\n" not in str(caught.value)
+    assert str(tmp_path) in str(caught.value)
+
+
+def test_missing_model_folder(tmp_path):
+    with pytest.raises(HlotuneError, match="no such model folder"):
+        GraphCostModel.load(tmp_path / "absent")
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda s: replace(s, graph=replace(s.graph, node_feat=np.zeros((s.graph.num_nodes, 150), np.float32))),
+         "150 node features"),
+        (lambda s: replace(s, configs=replace(s.configs, config_feat=s.configs.config_feat[:, :3],
+                                              config_feat_names=s.configs.config_feat_names[:3])),
+         "3 config features"),
+        (lambda s: replace(s, configs=replace(s.configs, config_feat_names=np.array(["a", "b", "x", "d"]))),
+         "config feature 2"),
+        (lambda s: tile_sample(), "a tile graph"),
+    ],
+)
+def test_data_that_does_not_fit_the_model_is_a_clean_error(change, message):
+    sample = flags_sample()
+    model = make_model(sample)
+    with pytest.raises(HlotuneError, match=message):
+        predict_scores(model, change(sample))
+
+
+def test_model_config_rejects_bad_values():
+    with pytest.raises(HlotuneError, match="join"):
+        ModelConfig(join="middle")
+    with pytest.raises(HlotuneError, match="set"):
+        GraphCostModel(ModelConfig())
+    with pytest.raises(HlotuneError, match="node_feat_dim"):
+        ModelConfig(node_feat_dim=150).with_data("tile", 140, 24)
+    config = ModelConfig(prune_hops=2).with_data("layout", 140, 18)
+    assert ModelConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+

@@ -1,0 +1,165 @@
+"""Training: losses on hand-computed cases, and short runs on real TpuGraphs fixtures."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from hlotune.data.dataset import Dataset
+from hlotune.errors import HlotuneError
+from hlotune.models import GraphCostModel, ModelConfig, predict_scores
+from hlotune.train import CombinedLoss, train
+from hlotune.train import trainer as trainer_module
+from hlotune.train.losses import listmle_loss, mse_loss, pairwise_hinge_loss, pairwise_logistic_loss
+
+torch.set_num_threads(1)
+
+TINY = ModelConfig(hidden_dim=8, opcode_dim=4, num_layers=2, prune_hops=2)
+FAST = dict(configs_per_batch=20, lr=1e-2, model_config=TINY, progress=False)
+
+
+# Losses. Scores are predicted log runtimes: lower = faster.
+
+
+def test_pairwise_losses_match_the_slide_by_hand():
+    # y_1 > y_0 is the only ordered pair; n(n-1)/2 = 1.
+    targets = torch.tensor([1.0, 2.0])
+    scores = torch.tensor([0.0, 0.25])
+    assert pairwise_hinge_loss(scores, targets).item() == pytest.approx(0.75)  # max(0, 1 - 0.25)
+    assert pairwise_logistic_loss(scores, targets).item() == pytest.approx(math.log1p(math.exp(-0.25)))
+    # three configs, pairs (1,0), (2,0), (2,1); margins 2, 1, -1 -> hinge 0, 0, 2; over 3 pairs
+    targets = torch.tensor([1.0, 2.0, 3.0])
+    scores = torch.tensor([0.0, 2.0, 1.0])
+    assert pairwise_hinge_loss(scores, targets).item() == pytest.approx(2 / 3)
+    # ties in the runtimes make no pair
+    assert pairwise_hinge_loss(torch.tensor([0.0, 5.0]), torch.tensor([1.0, 1.0])).item() == 0.0
+
+
+def test_listmle_and_mse_by_hand():
+    # order fastest first: [0, 1]; u = -s = [0, 0]: (logsumexp(0, 0) - 0 + 0 - 0) / 2
+    assert listmle_loss(torch.zeros(2), torch.tensor([1.0, 2.0])).item() == pytest.approx(math.log(2) / 2)
+    # u = [1, -1] in true order: (log(e + e^-1) - 1 + 0) / 2
+    expected = (math.log(math.e + math.exp(-1)) - 1) / 2
+    assert listmle_loss(torch.tensor([-1.0, 1.0]), torch.tensor([1.0, 2.0])).item() == pytest.approx(expected)
+    assert mse_loss(torch.tensor([1.0, 3.0]), torch.tensor([0.0, 1.0])).item() == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize("name", ["pairwise_hinge", "pairwise_logistic", "listmle"])
+def test_ranking_losses_prefer_the_true_order(name):
+    targets = torch.log(torch.tensor([100.0, 300.0, 200.0, 400.0]))
+    loss = CombinedLoss.parse(name)
+    assert loss(targets, targets) < loss(-targets, targets)
+
+
+def test_combined_loss_spec():
+    loss = CombinedLoss.parse("mse:2, pairwise_hinge:0.5")
+    assert str(loss) == "mse:2,pairwise_hinge:0.5"
+    scores, targets = torch.tensor([0.0, 0.25]), torch.tensor([1.0, 2.0])
+    expected = 2 * mse_loss(scores, targets) + 0.5 * pairwise_hinge_loss(scores, targets)
+    assert loss(scores, targets).item() == pytest.approx(expected.item())
+    assert CombinedLoss.parse("listmle").terms == (("listmle", 1.0),)
+    for bad in ("nope", "mse:x", "mse:-1", "mse,mse", ""):
+        with pytest.raises(HlotuneError):
+            CombinedLoss.parse(bad)
+
+
+# Training on the fixtures
+
+
+@pytest.fixture
+def layout_dir(tpugraphs_dir):
+    return tpugraphs_dir / "npz/layout/xla/random/train"
+
+
+@pytest.fixture
+def tile_dir(tpugraphs_dir):
+    return tpugraphs_dir / "npz/tile/xla/train"
+
+
+def test_layout_training_lowers_the_loss_and_writes_its_files(layout_dir, tmp_path):
+    result = train(layout_dir, layout_dir, tmp_path, epochs=6, loss="mse", **FAST)
+    losses = [row.train_loss for row in result.history]
+    assert losses[-1] < losses[0] / 10
+    assert result.epochs_run == 6 and result.model_dir == tmp_path / "model"
+    with open(tmp_path / "log.csv") as stream:
+        rows = list(csv.DictReader(stream))
+    assert list(rows[0]) == ["epoch", "train_loss", "valid_tau", "valid_opa", "lr", "seconds"]
+    assert len(rows) == 6 and float(rows[-1]["lr"]) < float(rows[0]["lr"])  # cosine
+    assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
+    model = GraphCostModel.load(result.model_dir)
+    assert predict_scores(model, Dataset(layout_dir)[0]).shape == (20,)
+
+
+def test_tile_training_lowers_the_loss_and_skips_unlabelled_graphs(tile_dir, tmp_path):
+    test_split = tile_dir.parent / "test"  # runtimes all 0
+    result = train([tile_dir, test_split], None, tmp_path, epochs=5, loss="mse", **FAST)
+    assert result.history[-1].train_loss < result.history[0].train_loss
+    state = json.loads((tmp_path / "checkpoint/trainer_state.json").read_text())
+    assert state["steps_per_epoch"] == 1 and state["step"] == 5
+    assert result.best_epoch == 5 and result.history[0].valid_tau is None
+
+
+def _curves(history):
+    return [(row.epoch, row.train_loss, row.valid_tau, row.valid_opa, row.lr) for row in history]
+
+
+def _scores(model_dir, sample):
+    return predict_scores(GraphCostModel.load(model_dir), sample)
+
+
+def test_a_seed_gives_identical_models(tmp_path, tpugraphs_dir):
+    folder = tpugraphs_dir / "npz/tile/xla/valid"  # 9 configs of distinct runtimes
+    options = dict(FAST, configs_per_batch=4, epochs=2, loss="pairwise_hinge")
+    first = train(folder, folder, tmp_path / "a", seed=3, **options)
+    again = train(folder, folder, tmp_path / "b", seed=3, **options)
+    other = train(folder, folder, tmp_path / "c", seed=4, **options)
+    sample = Dataset(folder)[0]
+    np.testing.assert_array_equal(_scores(first.model_dir, sample), _scores(again.model_dir, sample))
+    assert not np.array_equal(_scores(first.model_dir, sample), _scores(other.model_dir, sample))
+    assert first.history[0].train_loss == again.history[0].train_loss
+
+
+def test_resume_continues_an_interrupted_run_exactly(tmp_path, tpugraphs_dir, monkeypatch):
+    folder = tpugraphs_dir / "npz/tile/xla/valid"
+    options = dict(FAST, configs_per_batch=4, epochs=3, loss="listmle", patience=10)
+    whole = train(folder, folder, tmp_path / "whole", **options)
+
+    save = trainer_module.save_checkpoint
+
+    def save_then_crash(folder, model, optimizer, state):
+        save(folder, model, optimizer, state)
+        if state.epoch == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(trainer_module, "save_checkpoint", save_then_crash)
+    with pytest.raises(KeyboardInterrupt):
+        train(folder, folder, tmp_path / "cut", **options)
+    monkeypatch.undo()
+    resumed = train(folder, folder, tmp_path / "cut", resume=True, **options)
+    assert _curves(resumed.history) == _curves(whole.history)
+    checkpoint = tmp_path / "cut/checkpoint"
+    sample = Dataset(folder)[0]
+    np.testing.assert_array_equal(_scores(checkpoint, sample), _scores(tmp_path / "whole/checkpoint", sample))
+
+
+def test_run_folders_are_guarded(tmp_path, tile_dir):
+    with pytest.raises(HlotuneError, match="no checkpoint"):
+        train(tile_dir, None, tmp_path, epochs=1, resume=True, **FAST)
+    train(tile_dir, None, tmp_path, epochs=1, loss="mse", **FAST)
+    with pytest.raises(HlotuneError, match="holds a training run"):
+        train(tile_dir, None, tmp_path, epochs=1, loss="mse", **FAST)
+    with pytest.raises(HlotuneError, match="other settings"):
+        train(tile_dir, None, tmp_path, epochs=2, loss="listmle", resume=True, **FAST)
+    with pytest.raises(HlotuneError, match="layout graphs"):
+        train(tile_dir, tile_dir.parents[2] / "layout/xla/random/train", tmp_path / "x", epochs=1, **FAST)
+
+
+def test_early_stopping_without_improvement(layout_dir, tmp_path):
+    # The fixture's 20 configs share one layout, so validation tau stays 0: no epoch beats the first.
+    result = train(layout_dir, layout_dir, tmp_path, epochs=5, loss="mse", patience=2, **FAST)
+    assert result.stopped_early and result.epochs_run == 3 and result.best_epoch == 1

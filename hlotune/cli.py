@@ -99,6 +99,59 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--json", action="store_true", help="print one JSON object per program")
     collect.set_defaults(run=_collect)
 
+    train = commands.add_parser(
+        "train",
+        help="train a GNN cost model on TpuGraphs-format data",
+        description="Train a GraphSAGE cost model on the graphs under --data (one collection; "
+        "folders or builtin:flags|layout/train), validating on --valid each epoch. OUT gets "
+        "model/ (the best model), checkpoint/ (resume with --resume), log.csv and curves.png.",
+    )
+    train.add_argument("--data", nargs="+", required=True, metavar="DIR")
+    train.add_argument("--valid", metavar="DIR")
+    train.add_argument("--out", required=True, type=Path, metavar="MODEL_DIR")
+    train.add_argument("--epochs", type=int, default=20)
+    train.add_argument("--loss", default="pairwise_hinge",
+                       help="mse, pairwise_hinge, pairwise_logistic, listmle, or weighted "
+                       "combinations like mse:1,pairwise_hinge:1 (default pairwise_hinge)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--configs-per-batch", type=int, default=16)
+    train.add_argument("--lr", type=float, default=1e-3)
+    train.add_argument("--layers", type=int, default=3, help="GraphSAGE layers")
+    train.add_argument("--hidden", type=int, default=64)
+    train.add_argument("--join", choices=("early", "late"), default="late",
+                       help="where graph-level configs (tile, flags) join")
+    train.add_argument("--attention", action="store_true", help="cross-config attention")
+    train.add_argument("--prune-hops", type=int,
+                       help="layout: propagate configs only within this many hops")
+    train.add_argument("--resume", action="store_true", help="continue the run in OUT")
+    train.set_defaults(run=_train)
+
+    evaluate = commands.add_parser(
+        "eval",
+        help="score a model's rankings on labelled data",
+        description="Top-K error, Kendall tau and OPA per graph and averaged, with the noise "
+        "ceiling where the files keep their samples. M: a model folder or baseline:random.",
+    )
+    evaluate.add_argument("--model", required=True, metavar="M")
+    evaluate.add_argument("--data", required=True, metavar="D")
+    evaluate.add_argument("--protocol", choices=("all", "paper"), default="all",
+                          help="paper: score only the official config indices (--eval-indices)")
+    evaluate.add_argument("--eval-indices", type=Path, metavar="JSON",
+                          help="TpuGraphs eval_indices/{xla,nlp}_{default,random}.json")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object last")
+    evaluate.set_defaults(run=_eval)
+
+    predict = commands.add_parser(
+        "predict",
+        help="write a Kaggle submission CSV",
+        description="Rank every graph's configs under D (labelled or not) and write the Kaggle "
+        "'Fast or Slow' CSV: ID,TopConfigs, top 5 for tile, the full ranking for layout.",
+    )
+    predict.add_argument("--model", required=True, metavar="M")
+    predict.add_argument("--data", required=True, metavar="D")
+    predict.add_argument("--csv", required=True, type=Path, metavar="OUT")
+    predict.set_defaults(run=_predict)
+
     zoo = commands.add_parser("zoo", help="the built-in JAX programs")
     zoo_commands = zoo.add_subparsers(title="zoo commands", required=True, metavar="COMMAND")
     zoo_list = zoo_commands.add_parser(
@@ -169,6 +222,62 @@ def _collect(args: argparse.Namespace) -> int:
                 + (" (resumed)" if result.resumed else ""),
                 flush=True,
             )
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from hlotune.models.config import ModelConfig
+    from hlotune.train import train
+
+    model_config = ModelConfig(
+        hidden_dim=args.hidden, num_layers=args.layers, join=args.join,
+        cross_config_attention=args.attention, prune_hops=args.prune_hops,
+    )
+    result = train(
+        args.data, args.valid, args.out, epochs=args.epochs, loss=args.loss, seed=args.seed,
+        configs_per_batch=args.configs_per_batch, lr=args.lr, model_config=model_config,
+        resume=args.resume,
+    )
+    best = f"best epoch {result.best_epoch}" + (
+        f" (valid {result.best_value:.3f})" if result.best_value is not None else "")
+    print(f"trained {result.epochs_run} epochs, {best}"
+          + (", stopped early" if result.stopped_early else "") + f" -> {result.model_dir}")
+    return 0
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from hlotune.data.dataset import Dataset
+    from hlotune.evaluate import evaluate, format_evaluation
+    from hlotune.metrics import load_eval_indices
+    from hlotune.scorers import load_scorer
+
+    if args.protocol == "paper" and args.eval_indices is None:
+        raise HlotuneError("--protocol paper needs --eval-indices (TpuGraphs eval_indices/*.json)")
+    indices = load_eval_indices(args.eval_indices) if args.protocol == "paper" else None
+    result = evaluate(Dataset(args.data), load_scorer(args.model), eval_indices=indices)
+    print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, args.data))
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from hlotune.data.dataset import Dataset
+    from hlotune.data.kaggle import submission_id, top_configs, write_submission
+    from hlotune.scorers import load_scorer
+
+    score = load_scorer(args.model)
+    dataset = Dataset(args.data)
+    rows = {}
+    for index, sample in enumerate(dataset):
+        info = dataset.info_of(index)
+        if sample.collection not in ("tile", "layout") or info.source is None:
+            raise HlotuneError(
+                f"{dataset.paths[index]}: a Kaggle row needs a TpuGraphs tile or layout file "
+                "under .../tile/SOURCE/... or .../layout/SOURCE/SEARCH/..."
+            )
+        row = submission_id(sample.collection, info.source, info.search, sample.name)
+        rows[row] = top_configs(score(sample), sample.collection)
+    write_submission(args.csv, rows)
+    print(f"{len(rows)} rows -> {args.csv}")
     return 0
 
 

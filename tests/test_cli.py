@@ -137,3 +137,35 @@ def test_python_api_mirrors_the_cli(tmp_path, tpugraphs_dir):
     (report,) = hlotune.inspect(tmp_path / "mlp.npz")
     assert report.valid and report.nodes == sample.graph.num_nodes
     assert len(hlotune.Dataset(tpugraphs_dir / "npz")) == 6
+
+
+def test_train_eval_predict_round_trip(tmp_path, tpugraphs_dir):
+    from hlotune.data.kaggle import read_submission
+
+    tile = tpugraphs_dir / "npz" / "tile" / "xla"
+    result = hlotune("train", "--data", tile / "valid", "--valid", tile / "valid",
+                     "--out", tmp_path / "m", "--epochs", "2", "--seed", "1")
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "m" / "model" / "model.safetensors").is_file()
+    evaluation = hlotune("eval", "--model", tmp_path / "m", "--data", tile, "--json")
+    assert evaluation.returncode == 0, evaluation.stderr
+    report = json.loads(evaluation.stdout.strip().splitlines()[-1])
+    assert {"collection", "graphs", "kendall_tau", "opa", "top_k_error", "per_graph"} <= set(report)
+    assert report["collection"] == "tile" and set(report["top_k_error"]) == {"1", "5", "10"}
+    csv = tmp_path / "submission.csv"
+    assert hlotune("predict", "--model", tmp_path / "m", "--data", tile, "--csv", csv).returncode == 0
+    rows = read_submission(csv)
+    assert len(rows) == 3 and all(len(v) <= 5 for v in rows.values())  # test split included
+    assert any(row.startswith("tile:xla:") for row in rows)
+
+
+def test_eval_with_bad_models_and_options(tmp_path, tpugraphs_dir):
+    tile = tpugraphs_dir / "npz" / "tile" / "xla"
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.json").write_text("{not json")
+    assert_clean_error(hlotune("eval", "--model", tmp_path / "broken", "--data", tile), "broken")
+    assert_clean_error(hlotune("eval", "--model", "baseline:oracle", "--data", tile), "unknown baseline")
+    assert_clean_error(hlotune("eval", "--model", "baseline:random", "--data", tile,
+                               "--protocol", "paper"), "--eval-indices")
+    random_run = hlotune("eval", "--model", "baseline:random", "--data", tile, "--json")
+    assert json.loads(random_run.stdout.splitlines()[-1])["graphs"] == 2

@@ -11,13 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from hlotune.hlo.graph import Instruction, Shape
+from hlotune.hlo.graph import Instruction
 
 _DIM_SLOTS = 3  # leading entries kept of each dimension-number list
-
-# Bits per element of each PrimitiveType number (0 for INVALID/TUPLE/OPAQUE/TOKEN).
-_ELEMENT_BITS = {1: 8, 2: 8, 3: 16, 4: 32, 5: 64, 6: 8, 7: 16, 8: 32, 9: 64, 10: 16, 11: 32,
-                 12: 64, 15: 64, 16: 16, 18: 128}
 
 _DIM_LISTS = (
     "dot_lhs_contracting",
@@ -71,8 +67,8 @@ def extended_row(inst: Instruction | None) -> list[float]:
         sign_log(math.prod(inst.gather_slice_sizes)) if inst.gather_slice_sizes else 0.0,
         inst.tuple_index,
         len(inst.operand_ids),
-        sign_log(_elements(inst.shape)),
-        sign_log(_bytes(inst.shape)),
+        sign_log(inst.shape.elements),
+        sign_log(inst.shape.nbytes),
         sign_log(window_elements),
     ]
 
@@ -87,13 +83,3 @@ def _dim_list(values: Sequence[int]) -> list[int]:
     return head + [0] * (_DIM_SLOTS - len(head)) + [len(values)]
 
 
-def _elements(shape: Shape) -> int:
-    if shape.tuple_shapes:
-        return sum(_elements(s) for s in shape.tuple_shapes)
-    return math.prod(shape.dims)
-
-
-def _bytes(shape: Shape) -> int:
-    if shape.tuple_shapes:
-        return sum(_bytes(s) for s in shape.tuple_shapes)
-    return math.prod(shape.dims) * _ELEMENT_BITS.get(shape.element_type, 0) // 8

@@ -7,6 +7,7 @@ in the proto walk: computations as stored, instructions as stored; ids only reso
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -15,12 +16,32 @@ import numpy as np
 from hlotune.errors import HlotuneError
 
 
+# Bits per element of each xla PrimitiveType number; 0 for TUPLE, OPAQUE, TOKEN and unknowns.
+ELEMENT_BITS = {1: 8, 2: 8, 3: 16, 4: 32, 5: 64, 6: 8, 7: 16, 8: 32, 9: 64, 10: 16, 11: 32,
+                12: 64, 15: 64, 16: 16, 18: 128, 19: 8, 20: 8, 21: 4, 22: 4, 23: 8, 24: 8,
+                25: 8, 28: 8, 29: 8, 32: 4, 33: 8}
+
+
 @dataclass(frozen=True, slots=True)
 class Shape:
     element_type: int  # xla PrimitiveType number (F32 = 11, TUPLE = 13, ...)
     dims: tuple[int, ...] = ()
     tuple_shapes: tuple[Shape, ...] = ()
     minor_to_major: tuple[int, ...] = ()  # empty when the shape carries no layout
+
+    @property
+    def elements(self) -> int:
+        """Element count; a tuple counts the elements of its leaves."""
+        if self.tuple_shapes:
+            return sum(s.elements for s in self.tuple_shapes)
+        return math.prod(self.dims)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the buffer (a tuple: of its leaves)."""
+        if self.tuple_shapes:
+            return sum(s.nbytes for s in self.tuple_shapes)
+        return math.prod(self.dims) * ELEMENT_BITS.get(self.element_type, 0) // 8
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,117 @@
+"""How fast the GO simulator runs on large graphs: building the op graph and simulating a step.
+
+Modules composed from zoo programs (hlotune.hlo.compose) of each size in HLO instructions are
+turned into OpGraphs (called computations fold into their callers, so there are fewer ops than
+instructions) and simulated on a uniform machine under the baselines' assignments. Times are
+medians over repeats; the simulated step times are the simulator's estimates, not measurements.
+
+    python benchmarks/opt_sim_bench.py [--nodes 50000,80000] [--devices 4] [--repeats 3]
+                                       [--optimized] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+
+from hlotune.hlo.compose import compose_modules, zoo_protos  # noqa: E402
+from hlotune.hlo.proto import graph_from_proto  # noqa: E402
+from hlotune.opt import baselines  # noqa: E402
+from hlotune.opt.costs import op_graph  # noqa: E402
+from hlotune.opt.device import DeviceModel  # noqa: E402
+from hlotune.opt.simulator import simulate  # noqa: E402
+
+
+@dataclass
+class Row:
+    hlo_nodes: int
+    ops: int
+    edges: int
+    build_s: float  # HloGraph -> OpGraph
+    assignment: str
+    assign_s: float  # computing the baseline's arrays
+    simulate_s: float
+    step_time_s: float  # simulated
+    transfers: int
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    protos = zoo_protos(optimized=args.optimized)
+    devices = DeviceModel.uniform(args.devices)
+    rows = []
+    for size in args.nodes:
+        hlo = graph_from_proto(compose_modules(protos, size))
+        build_s = _median(args.repeats, lambda: op_graph(hlo))[0]
+        graph = op_graph(hlo)
+        for name, assign in _assignments(graph, devices).items():
+            assign_s, arrays = _median(args.repeats, assign)
+            simulate_s, result = _median(args.repeats, lambda: simulate(graph, devices, *arrays))
+            rows.append(Row(hlo.num_nodes, graph.num_ops, graph.num_edges, build_s, name,
+                            assign_s, simulate_s, result.step_time_s, result.num_transfers))
+    print(_table(rows))
+    if args.json:
+        print(json.dumps({"devices": args.devices, "rows": [asdict(row) for row in rows]}))
+
+
+def _assignments(graph, devices) -> dict:
+    """Name -> a function giving (placement, priority, fuse) for simulate."""
+
+    def metis_heft_fusion():
+        placement = baselines.metis_placement(graph, devices)
+        return (placement, baselines.heft_priorities(graph, devices, placement),
+                baselines.greedy_fusion(graph, placement))
+
+    return {
+        "one device": lambda: (None, None, None),
+        "expert": lambda: (baselines.expert_placement(graph, devices), None, None),
+        "random": lambda: (baselines.random_placement(graph, devices), None, None),
+        "metis": lambda: (baselines.metis_placement(graph, devices), None, None),
+        "metis+heft+fusion": metis_heft_fusion,
+    }
+
+
+def _median(repeats: int, run):
+    """(median seconds over `repeats` runs, the last run's value)."""
+    times = []
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        value = run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nodes", type=lambda text: [int(x) for x in text.split(",") if x],
+                        default=[50_000, 80_000], help="composed sizes in HLO instructions")
+    parser.add_argument("--devices", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--optimized", action="store_true",
+                        help="compose XLA-optimised modules (mostly fusions: far fewer ops)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    return parser
+
+
+def _table(rows: list[Row]) -> str:
+    header = ("HLO nodes", "ops", "edges", "build s", "assignment", "assign s", "simulate s",
+              "sim step s", "transfers")
+    cells = [header] + [
+        (f"{r.hlo_nodes:,}", f"{r.ops:,}", f"{r.edges:,}", f"{r.build_s:.3f}", r.assignment,
+         f"{r.assign_s:.3f}", f"{r.simulate_s:.3f}", f"{r.step_time_s:.4g}", f"{r.transfers:,}")
+        for r in rows
+    ]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in cells]
+    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,7 @@
+"""GO-style graph optimisation (Zhou et al., NeurIPS 2020): a simulated multi-device machine,
+an environment for RL policies, and the heuristic baselines they are compared with.
+
+device.py: the machine; costs.py: the op graph and its roofline costs; simulator.py: one step
+on the machine; env.py: the gymnasium environment; baselines.py: placement, scheduling and fusion
+heuristics.
+"""

@@ -47,7 +47,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hlotune {__version__}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
+    _add_featurize(commands)
+    _add_inspect(commands)
+    _add_collect(commands)
+    _add_train(commands)
+    _add_evaluate(commands)
+    _add_predict(commands)
+    _add_zoo(commands)
+    return parser
 
+
+def _add_featurize(commands) -> None:
     featurize = commands.add_parser(
         "featurize",
         help="turn a program, HLO text or .pb into TpuGraphs arrays",
@@ -67,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
     featurize.add_argument("--json", action="store_true", help="print one JSON object per module")
     featurize.set_defaults(run=_featurize)
 
+
+def _add_inspect(commands) -> None:
     inspect = commands.add_parser(
         "inspect",
         help="describe and validate TpuGraphs files",
@@ -78,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     inspect.add_argument("--json", action="store_true", help="print one JSON object per file")
     inspect.set_defaults(run=_inspect)
 
+
+def _add_collect(commands) -> None:
     collect = commands.add_parser(
         "collect",
         help="measure programs under many compiler configs into a dataset",
@@ -99,6 +113,8 @@ def _parser() -> argparse.ArgumentParser:
     collect.add_argument("--json", action="store_true", help="print one JSON object per program")
     collect.set_defaults(run=_collect)
 
+
+def _add_train(commands) -> None:
     train = commands.add_parser(
         "train",
         help="train a GNN cost model on TpuGraphs-format data",
@@ -126,6 +142,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue the run in OUT")
     train.set_defaults(run=_train)
 
+
+def _add_evaluate(commands) -> None:
     evaluate = commands.add_parser(
         "eval",
         help="score a model's rankings on labelled data",
@@ -141,6 +159,8 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print one JSON object last")
     evaluate.set_defaults(run=_eval)
 
+
+def _add_predict(commands) -> None:
     predict = commands.add_parser(
         "predict",
         help="write a Kaggle submission CSV",
@@ -152,6 +172,8 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_argument("--csv", required=True, type=Path, metavar="OUT")
     predict.set_defaults(run=_predict)
 
+
+def _add_zoo(commands) -> None:
     zoo = commands.add_parser("zoo", help="the built-in JAX programs")
     zoo_commands = zoo.add_subparsers(title="zoo commands", required=True, metavar="COMMAND")
     zoo_list = zoo_commands.add_parser(
@@ -161,7 +183,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     zoo_list.add_argument("--json", action="store_true", help="one JSON object per workload")
     zoo_list.set_defaults(run=_zoo_list)
-    return parser
 
 
 def _featurize(args: argparse.Namespace) -> int:

@@ -26,12 +26,26 @@ class Program:
     fn: Callable
     args: tuple
 
+    @property
+    def slug(self) -> str:
+        """A short file-name-safe name: `resnet@small-train`, or `model_make` for model.py:make."""
+        if self.name.startswith(ZOO_PREFIX):
+            return self.name.removeprefix(ZOO_PREFIX)
+        path, _, factory = self.name.rpartition(":")
+        return f"{Path(path).stem}_{factory}"
+
+
+def is_program_spec(source: str) -> bool:
+    """Whether `source` names a program (not a file of HLO): zoo:NAME or file.py:FACTORY."""
+    path, sep, factory = source.rpartition(":")
+    return source.startswith(ZOO_PREFIX) or (bool(sep and factory) and path.endswith(".py"))
+
 
 def load_program(spec: str) -> Program:
     if spec.startswith(ZOO_PREFIX):
         return _zoo_program(spec)
-    path, sep, factory = spec.rpartition(":")
-    if sep and path.endswith(".py"):
+    if is_program_spec(spec):
+        path, _, factory = spec.rpartition(":")
         return _file_program(spec, Path(path), factory)
     raise HlotuneError(f"not a program spec: {spec!r} (expected zoo:NAME[@VARIANT] or file.py:FACTORY)")
 

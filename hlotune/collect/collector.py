@@ -75,7 +75,7 @@ class CollectResult:
 def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool = True) -> CollectResult:
     """Measure one program and write its files into `out` (resuming where a run stopped)."""
     program = load_program(spec)
-    name = program.name.removeprefix("zoo:").replace("/", "_").replace(":", "_")
+    name = program.slug
     summary_path = out / f"{name}.json"
     if summary_path.exists():
         done = json.loads(summary_path.read_text())

@@ -13,7 +13,7 @@ from hlotune.hlo.featurize import featurize
 from hlotune.hlo.graph import HloGraph
 from hlotune.hlo.proto import graph_from_proto
 from hlotune.hlo.records import MODULE, ModuleRecord, read_pb
-from hlotune.program import ZOO_PREFIX, load_program
+from hlotune.program import is_program_spec, load_program
 
 
 def from_jax(fn: Callable, *args, optimized: bool = False, name: str = "") -> HloGraph:
@@ -78,31 +78,21 @@ def _read_bytes(path: Path) -> bytes:
 def load_samples(source: str, *, optimized: bool = False, extended: bool = False) -> list[GraphSample]:
     """Featurize a program spec (`zoo:NAME[@VARIANT]`, `file.py:FACTORY`), an HLO text file or
     a `.pb`: one GraphSample per module, with the configs a raw record carries."""
-    if source.startswith(ZOO_PREFIX) or _is_factory_spec(source):
+    if is_program_spec(source):
         program = load_program(source)
-        graph = from_jax(program.fn, *program.args, optimized=optimized, name=program.name)
-        records = [ModuleRecord(graph, None)]
+        graph = from_jax(program.fn, *program.args, optimized=optimized, name=program.slug)
+        named = [(program.slug, ModuleRecord(graph, None))]
     else:
         records = read_file(source, optimized=optimized)[1]
+        named = [(_record_name(source, record, len(records)), record) for record in records]
     return [
-        GraphSample(
-            graph=featurize(record.graph, extended=extended),
-            configs=record.configs,
-            name=_sample_name(source, record, len(records)),
-            source=source,
-        )
-        for record in records
+        GraphSample(featurize(record.graph, extended=extended), record.configs, name=name, source=source)
+        for name, record in named
     ]
 
 
-def _is_factory_spec(source: str) -> bool:
-    path, sep, factory = source.rpartition(":")
-    return bool(sep and factory) and path.endswith(".py")
-
-
-def _sample_name(source: str, record: ModuleRecord, count: int) -> str:
-    """A file's name for a single module from a file; the module's own name otherwise."""
-    if count == 1 and not (source.startswith(ZOO_PREFIX) or _is_factory_spec(source)):
+def _record_name(source: str, record: ModuleRecord, count: int) -> str:
+    """The file's name for its only module; each module's own name in a file of several."""
+    if count == 1:
         return Path(source).name.removesuffix(".pb").removesuffix(".hlo").removesuffix(".txt")
-    name = record.graph.name.removeprefix(ZOO_PREFIX)
-    return "".join(c if c.isalnum() or c in "@.-_" else "_" for c in name)
+    return "".join(c if c.isalnum() or c in "@.-_" else "_" for c in record.graph.name)

@@ -148,7 +148,9 @@ def _add_evaluate(commands) -> None:
         "eval",
         help="score a model's rankings on labelled data",
         description="Top-K error, Kendall tau and OPA per graph and averaged, with the noise "
-        "ceiling where the files keep their samples. M: a model folder or baseline:random.",
+        "ceiling where the files keep their samples. M: a model folder, baseline:random, "
+        "baseline:analytical, baseline:gbdt (trained on builtin:COLLECTION/train when first "
+        "asked for) or baseline:gbdt@DIR (trained on DIR).",
     )
     evaluate.add_argument("--model", required=True, metavar="M")
     evaluate.add_argument("--data", required=True, metavar="D")

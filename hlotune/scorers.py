@@ -2,7 +2,10 @@
 
 A scorer maps a GraphSample to one score per config, lower = predicted faster:
 - a folder written by `hlotune train` (its `model/`) or a saved model folder;
-- `baseline:random`: uniform scores, seeded by the graph's name, the floor any model must beat.
+- `baseline:random`: uniform scores, seeded by the graph's name, the floor any model must beat;
+- `baseline:analytical`: hand-written rules per collection, nothing trained;
+- `baseline:gbdt`: gradient-boosted trees, trained at the first graph on the built-in train
+  split of its collection (`baseline:gbdt@DIR`: on the files in DIR) and cached.
 """
 
 from __future__ import annotations
@@ -12,25 +15,59 @@ from pathlib import Path
 
 import numpy as np
 
+from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
 
-BASELINES = ("random",)
+BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR")
 
 
 def load_scorer(name: str) -> Scorer:
     if name.startswith("baseline:"):
-        baseline = name.removeprefix("baseline:")
-        if baseline == "random":
+        baseline, at, train = name.removeprefix("baseline:").partition("@")
+        if baseline == "gbdt" and (train or not at):
+            return _gbdt(train or None)
+        if baseline == "random" and not at:
             return random_scores
-        raise HlotuneError(f"unknown baseline {baseline!r}; known: {', '.join(BASELINES)}")
+        if baseline == "analytical" and not at:
+            from hlotune.models.baselines.analytical import analytical_scores
+
+            return analytical_scores
+        raise HlotuneError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
     return _trained(Path(name))
 
 
 def random_scores(sample: GraphSample) -> np.ndarray:
     seed = int.from_bytes(hashlib.sha256(sample.name.encode()).digest()[:8], "little")
     return np.random.default_rng(seed).random(sample.num_configs)
+
+
+def _gbdt(train: str | None) -> Scorer:
+    """Trained (or taken from the cache) at the first graph, whose collection picks the data."""
+    from hlotune.models.baselines.gbdt import GbdtBaseline
+
+    data = Dataset(train) if train is not None else None  # a wrong DIR fails now, not mid-eval
+    models: dict[str | None, GbdtBaseline] = {}
+
+    def scores(sample: GraphSample) -> np.ndarray:
+        collection = sample.collection
+        if collection not in models:
+            train_data = data if data is not None else _builtin_train(collection)
+            models[collection] = GbdtBaseline.cached(train_data)
+        return models[collection].scores(sample)
+
+    return scores
+
+
+def _builtin_train(collection: str | None) -> Dataset:
+    try:
+        return Dataset(f"builtin:{collection}/train")
+    except HlotuneError:
+        raise HlotuneError(
+            f"baseline:gbdt trains on builtin:{collection}/train, which this installation lacks: "
+            f"name {collection} training files with baseline:gbdt@DIR"
+        ) from None
 
 
 def _trained(folder: Path) -> Scorer:

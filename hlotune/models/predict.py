@@ -10,8 +10,9 @@ from hlotune.models.gnn import GraphCostModel
 from hlotune.models.inputs import config_inputs, graph_inputs
 
 # Node rows (configs x nodes each config propagates) per forward pass: bounds memory on layout
-# graphs of 100k nodes, where one config alone is large.
-MAX_ROWS = 2**18
+# graphs of 100k nodes, where one config alone is large. On CPU, 2^14 ranked layout configs
+# 2.3-3.3x faster than 2^18 (benchmarks/rank_bench.py --max-rows): big passes churn memory.
+MAX_ROWS = 2**14
 
 
 @torch.no_grad()

@@ -1,0 +1,133 @@
+"""How fast the GNN ranks the configs of one graph, against compiling and measuring them.
+
+A cost model pays off in an autotuner only if ranking a config is far cheaper than compiling
+and timing it; the goal is 1000x. This scores 10,000 configs of the unet_3d fixture graph
+(3163 nodes, 62 configurable; its 1965 measured layouts repeated up to 10k) with an untrained
+GraphCostModel, whose weights do not change the time: layout configs with message passing
+over the whole graph and pruned to `prune_hops = num_layers` hops (exact), and flags configs
+with late join. The time is `predict_scores` end to end, graph encoding included, after one
+warm-up call. What a measured config costs comes from the built-in dataset's summaries:
+collection seconds over configs tried (measured + failed).
+
+    python benchmarks/rank_bench.py [--configs 10000] [--threads N] [--max-rows R] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # run from a checkout, installed or not
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from hlotune.compiler.flags import FLAG_FEATURE_NAMES, sample_flags  # noqa: E402
+from hlotune.data.builtin import ROOT as BUILTIN  # noqa: E402
+from hlotune.data.dataset import Dataset  # noqa: E402
+from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs  # noqa: E402
+from hlotune.models import GraphCostModel, ModelConfig, data_fields, predict_scores  # noqa: E402
+from hlotune.models.predict import MAX_ROWS  # noqa: E402
+
+FIXTURE = "tpugraphs/npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
+GOAL = 1000
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configs", type=int, default=10_000, help="configs ranked per case")
+    parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
+    parser.add_argument("--max-rows", type=int, default=MAX_ROWS,
+                        help="node rows per forward pass (predict_scores' chunking)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    path = Path(os.environ.get("HLOTUNE_SHARED_DATA") or REPO.parent / "shared" / "data") / FIXTURE
+    if not path.is_file():
+        sys.exit(f"no fixture at {path} (set HLOTUNE_SHARED_DATA)")
+    fixture = Dataset(path)[0]
+    layers = ModelConfig().num_layers
+    cases = {  # case: (configs, model, the collection whose measuring it replaces)
+        "layout": (_layout(fixture, args.configs), ModelConfig(), "layout"),
+        "layout pruned": (_layout(fixture, args.configs), ModelConfig(prune_hops=layers), "layout"),
+        "flags late join": (_flags(fixture, args.configs), ModelConfig(join="late"), "flags"),
+    }
+    measured = measure_seconds_per_config()
+    print(f"{fixture.name}: {fixture.graph.num_nodes} nodes, {args.configs} configs per case, "
+          f"{torch.get_num_threads()} torch thread(s), {args.max_rows} rows per pass, CPU")
+    results = []
+    for case, (sample, config, collection) in cases.items():
+        seconds = time_ranking(sample, config, args.max_rows)
+        per_config = seconds / sample.num_configs
+        # Until the built-in layout collection is measured, flags stand in for its cost.
+        against = collection if collection in measured else next(iter(measured), None)
+        results.append({
+            "case": case,
+            "configs": sample.num_configs,
+            "seconds": seconds,
+            "configs_per_s": sample.num_configs / seconds,
+            "seconds_per_10k": per_config * 10_000,
+            "measured_collection": against,
+            "speedup_vs_measuring": measured[against] / per_config if against else None,
+        })
+    _print_table(results, measured)
+    if args.json:
+        print(json.dumps({"graph": fixture.name, "nodes": fixture.graph.num_nodes,
+                          "threads": torch.get_num_threads(), "max_rows": args.max_rows,
+                          "measure_s_per_config": measured, "results": results}))
+
+
+def _print_table(results: list[dict], measured: dict[str, float]) -> None:
+    for collection, cost in measured.items():
+        print(f"compile + measure, built-in {collection}: {cost:.3f} s per config")
+    for row in results:
+        speedup = row["speedup_vs_measuring"]
+        verdict = "" if speedup is None else (
+            f", {speedup:,.0f}x faster than measuring {row['measured_collection']} configs"
+            + (" (goal met)" if speedup >= GOAL else f" (goal {GOAL}x)"))
+        print(f"{row['case']:<16} {row['configs_per_s']:>10,.0f} configs/s, "
+              f"{row['seconds_per_10k']:.2f} s per 10k{verdict}")
+
+
+def time_ranking(sample: GraphSample, config: ModelConfig, max_rows: int = MAX_ROWS) -> float:
+    torch.manual_seed(0)
+    model = GraphCostModel(config.with_data(**data_fields(sample)))
+    predict_scores(model, sample, indices=np.arange(min(64, sample.num_configs)))  # warm-up
+    start = time.perf_counter()
+    predict_scores(model, sample, max_rows=max_rows)
+    return time.perf_counter() - start
+
+
+def measure_seconds_per_config() -> dict[str, float]:
+    """Per collection: collection seconds over configs tried, from the built-in summaries."""
+    costs = {}
+    for folder in sorted(p for p in BUILTIN.iterdir() if p.is_dir()):
+        results = [json.loads(p.read_text())["result"] for p in folder.glob("*/*.json")]
+        tried = sum(r["configs"] + r["failed"] for r in results)
+        if tried:
+            costs[folder.name] = sum(r["seconds"] for r in results) / tried
+    return costs
+
+
+def _layout(fixture: GraphSample, count: int) -> GraphSample:
+    feat = fixture.configs.node_config_feat
+    repeated = np.resize(feat, (count, *feat.shape[1:]))
+    configs = LayoutConfigs(fixture.configs.node_config_ids, repeated, np.zeros(count, np.int64))
+    return GraphSample(fixture.graph, configs, name=fixture.name)
+
+
+def _flags(fixture: GraphSample, count: int) -> GraphSample:
+    rows = np.stack([config.features() for config in sample_flags(64, seed=0)])
+    repeated = np.resize(rows, (count, rows.shape[1]))
+    configs = FlagConfigs(repeated, np.array(FLAG_FEATURE_NAMES), np.zeros(count, np.int64))
+    return GraphSample(fixture.graph, configs, name=fixture.name)
+
+
+if __name__ == "__main__":
+    main()

@@ -152,3 +152,26 @@ def test_interrupted_collection_resumes_without_repeating_work(tmp_path):
     assert len(rounds) == len(set(rounds)) == 2 * 2  # 2 batches x 2 rounds, none measured twice
     assert after[: len(before)] == before
     assert read_sample(result.path).num_configs == result.configs
+
+
+def test_output_check_catches_a_real_miscompilation():
+    # On jax/jaxlib 0.10.2, XLA:CPU's legacy emitters without the fusion pass compute the
+    # transformer wrongly (relative error ~1.2); each option alone is fine.
+    both = FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False, "xla_disable_hlo_passes": "fusion"})
+    alone = FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False})
+    result = measure("zoo:transformer@tiny", [CompileConfig(both), CompileConfig(alone)],
+                     MeasureSettings(rounds=1, repeats=1, default_replicas=1))
+    wrong, fine = result.measurements
+    assert wrong.status == "wrong_output" and wrong.max_rel_error > 0.5 and not wrong.samples_ns
+    assert fine.status == OK and fine.max_rel_error < 1e-5
+
+
+def test_output_check_scales_tiny_leaves_by_the_whole_output():
+    from hlotune.compiler.worker import _max_rel_error
+
+    reference = [np.array([1.0, -2.0]), np.array([1e-9, -2e-9])]  # a gradient that is 0 in theory
+    noise = [np.array([1.0, -2.0]), np.array([-1e-9, 3e-9])]
+    assert _max_rel_error(noise, reference) < 1e-5
+    wrong = [np.array([1.0, -2.5]), np.array([1e-9, -2e-9])]
+    assert _max_rel_error(wrong, reference) == pytest.approx(0.25)
+    assert _max_rel_error([np.array([np.nan, 1.0]), reference[1]], reference) == float("inf")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from hlotune import __version__
 from hlotune.errors import HlotuneError
+from hlotune.opt.commands import add_commands as add_opt_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
 
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_evaluate(commands)
     _add_predict(commands)
     _add_zoo(commands)
+    add_opt_commands(commands)
     return parser
 
 

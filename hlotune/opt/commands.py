@@ -1,0 +1,203 @@
+"""`hlotune opt`: GO-style placement, scheduling and fusion on the SIMULATED machine.
+
+    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--json]
+    hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
+
+The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
+hlotune.opt.device); every step time printed is the simulator's, not a measurement.
+
+Without --policy, a fresh policy is trained on the graph itself first, for --iterations PPO
+iterations (DEFAULT_ITERATIONS by default: 5 to 15 s for zoo graphs of 170 to 750 ops on one
+CPU thread), and that training counts in the reported search time. With --policy the policy is
+applied zero-shot, or fine-tuned on the graph for --iterations first.
+
+With --json the last line is one JSON object per graph: {"graph", "devices", "tasks",
+"simulated": true, "results": {policy, human, metis, hdp, random: step seconds or null},
+"speedups", "oom", "search_s"}. For schedule and fuse, "human" is HEFT and greedy fusion, and
+"metis" and "hdp" are null (see hlotune.opt.report).
+
+Heavy modules (torch, jax) load inside the handlers so that `hlotune --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hlotune.errors import HlotuneError
+
+if TYPE_CHECKING:
+    from hlotune.opt.costs import OpGraph
+
+DEFAULT_ITERATIONS = 100
+DEFAULT_SAMPLES = 64
+
+
+def add_commands(subparsers) -> None:
+    """Register `opt` and its sub-commands on the main parser's subparsers."""
+    opt = subparsers.add_parser(
+        "opt",
+        help="GO-style device placement, scheduling and fusion (SIMULATED)",
+        description="Optimise a program's op graph on a simulated machine of N devices with "
+        "an RL policy (GO, Zhou et al. 2020) and compare it with the baselines. Step times "
+        "are the simulator's (hlotune.opt.simulator), not measurements.",
+    )
+    commands = opt.add_subparsers(title="opt commands", required=True, metavar="COMMAND")
+    for task, what in (("place", "a device per op"), ("schedule", "a priority per op"),
+                       ("fuse", "which ops fuse into their consumer")):
+        command = commands.add_parser(
+            task,
+            help=f"choose {what}; table of SIMULATED step times vs the baselines",
+            description=f"Choose {what} of PROGRAM_OR_GRAPH with the policy (best of "
+            "--samples sampled assignments) and print the SIMULATED step times of the policy "
+            "and the baselines, with speedups and search time.",
+        )
+        command.add_argument("graph", metavar="PROGRAM_OR_GRAPH",
+                             help="zoo:NAME[@VARIANT], file.py:FACTORY, HLO text or a .pb")
+        command.add_argument("--devices", type=int, required=True, metavar="N",
+                             help="simulated identical devices (DeviceModel.uniform)")
+        command.add_argument("--policy", type=Path, metavar="DIR",
+                             help="a trained policy (default: train one on this graph first)")
+        command.add_argument("--iterations", type=int, metavar="I",
+                             help="PPO iterations on this graph before the search (default "
+                             f"{DEFAULT_ITERATIONS} without --policy, 0 with it)")
+        command.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="K",
+                             help=f"assignments the search samples (default {DEFAULT_SAMPLES})")
+        command.add_argument("--seed", type=int, default=0)
+        command.add_argument("--json", action="store_true", help="print one JSON object last")
+        command.set_defaults(run=optimise, opt_task=task)
+
+    train = commands.add_parser(
+        "train",
+        help="train a policy on a set of programs (SIMULATED rewards)",
+        description="Train one policy with PPO on every PROGRAM x N devices x TASKS, round "
+        "robin, and write it to DIR (config.json + policy.safetensors).",
+    )
+    train.add_argument("--programs", nargs="+", required=True, metavar="SPEC")
+    train.add_argument("--devices", nargs="+", type=int, required=True, metavar="N")
+    train.add_argument("--tasks", nargs="+", default=["place", "schedule", "fuse"],
+                       metavar="TASKS", help="task sets, each like place or place+fuse "
+                       "(default: place schedule fuse, each alone)")
+    train.add_argument("--out", type=Path, required=True, metavar="DIR")
+    train.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="I",
+                       help=f"PPO iterations per problem (default {DEFAULT_ITERATIONS})")
+    train.add_argument("--seed", type=int, default=0)
+    train.set_defaults(run=train_policy)
+
+
+def optimise(args: argparse.Namespace) -> int:
+    """`opt place|schedule|fuse`: search, compare with the baselines, print the table."""
+    from hlotune.opt.device import DeviceModel
+    from hlotune.opt.policy import GOPolicy
+    from hlotune.opt.ppo import PPOConfig, Problem, search, train
+    from hlotune.opt.report import compare, format_table
+
+    _check_devices([args.devices])
+    _check_counts(iterations=args.iterations or 0, samples=args.samples)
+    task = args.opt_task
+    iterations = args.iterations
+    if args.policy is None:
+        iterations = DEFAULT_ITERATIONS if iterations is None else iterations
+    else:
+        loaded, training = GOPolicy.load(args.policy)
+        iterations = iterations or 0
+        trained = {t for tasks in training.get("tasks", []) for t in tasks.split("+")}
+        if not iterations and task not in trained:
+            raise HlotuneError(f"{args.policy}: this policy was not trained to {task} "
+                               "(train it with --tasks, or fine-tune with --iterations)")
+
+    devices = DeviceModel.uniform(args.devices)
+    comparisons = []
+    for name, graph in load_graphs(args.graph):
+        problem = Problem.make(graph, devices, [task], name=name)
+        # Each graph starts from the same weights: fine-tuning on one must not leak to the next.
+        policy = GOPolicy(seed=args.seed) if args.policy is None else copy.deepcopy(loaded)
+        start = time.perf_counter()
+        if iterations:
+            train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed))
+        found = search(policy, problem, args.samples, args.seed)
+        comparisons.append(compare(problem, found, time.perf_counter() - start, args.seed))
+    print(format_table(comparisons))
+    if args.json:
+        for comparison in comparisons:
+            print(json.dumps(comparison.to_json()))
+    return 0
+
+
+def train_policy(args: argparse.Namespace) -> int:
+    """`opt train`: one policy, PPO over every program x devices x task set, saved to --out."""
+    from hlotune.opt.device import DeviceModel
+    from hlotune.opt.policy import GOPolicy, task_set
+    from hlotune.opt.ppo import PPOConfig, Problem, train
+
+    _check_devices(args.devices)
+    _check_counts(iterations=args.iterations)
+    task_sets = ["+".join(task_set(text)) for text in args.tasks]
+    problems = [
+        Problem.make(graph, DeviceModel.uniform(n), tasks, name=f"{name} N={n} {tasks}")
+        for spec in args.programs
+        for name, graph in load_graphs(spec)
+        for n in args.devices
+        for tasks in task_sets
+    ]
+    policy = GOPolicy(seed=args.seed)
+    rounds = args.iterations
+    report_every = len(problems) * max(1, rounds // 10)
+    rewards: list[float] = []
+
+    def progress(log) -> None:
+        rewards.append(log.mean_reward)
+        if len(rewards) % report_every == 0:
+            last_round = rewards[-len(problems):]
+            print(f"round {len(rewards) // len(problems)}/{rounds}: mean sampled reward "
+                  f"{sum(last_round) / len(last_round):+.4f} (simulated)", flush=True)
+
+    start = time.perf_counter()
+    config = PPOConfig(iterations=rounds * len(problems), seed=args.seed)
+    logs = train(policy, problems, config, progress)
+    policy.save(args.out, training={
+        "programs": list(args.programs),
+        "devices": list(args.devices),
+        "tasks": task_sets,
+        "problems": [p.name for p in problems],
+        "iterations": config.iterations,
+        "seed": args.seed,
+        "final_mean_reward": {log.problem: log.mean_reward for log in logs[-len(problems):]},
+        "train_s": time.perf_counter() - start,
+    })
+    print(f"trained on {len(problems)} problems for {config.iterations} iterations in "
+          f"{time.perf_counter() - start:.1f} s -> {args.out}")
+    return 0
+
+
+def load_graphs(source: str) -> list[tuple[str, OpGraph]]:
+    """(name, op graph) of each module in a program spec, HLO text file or .pb."""
+    from hlotune.hlo.sources import from_jax, read_file
+    from hlotune.opt.costs import op_graph
+    from hlotune.program import ZOO_PREFIX, load_program
+
+    path, sep, factory = source.rpartition(":")
+    if source.startswith(ZOO_PREFIX) or (sep and factory and path.endswith(".py")):
+        program = load_program(source)
+        graph = op_graph(from_jax(program.fn, *program.args, name=program.name))
+        return [(program.name, graph)]
+    records = read_file(source)[1]
+    if len(records) == 1:
+        return [(Path(source).name, op_graph(records[0].graph))]
+    return [(record.graph.name, op_graph(record.graph)) for record in records]
+
+
+def _check_devices(counts: list[int]) -> None:
+    bad = [n for n in counts if n < 1]
+    if bad:
+        raise HlotuneError(f"--devices must be at least 1, got {bad[0]}")
+
+
+def _check_counts(**counts: int) -> None:
+    for name, value in counts.items():
+        if value < 0:
+            raise HlotuneError(f"--{name} must not be negative, got {value}")

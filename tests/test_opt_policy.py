@@ -1,0 +1,148 @@
+"""GO's learned side: the policy network, PPO on the simulator, checkpoints and `hlotune opt`.
+
+Budgets are tiny (a few PPO iterations on graphs of tens to hundreds of ops, one torch thread):
+the tests check that learning happens and that the pieces fit, not how good a policy gets.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from hlotune.errors import HlotuneError
+from hlotune.hlo.sources import from_jax
+from hlotune.opt.commands import add_commands
+from hlotune.opt.costs import OpGraph, op_graph
+from hlotune.opt.device import DeviceModel
+from hlotune.opt.policy import GOPolicy, PolicyConfig, task_set
+from hlotune.opt.ppo import PPOConfig, Problem, search, train
+from hlotune.opt.report import METHODS
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def transformer() -> OpGraph:
+    from hlotune.program import load_program
+
+    program = load_program("zoo:transformer@tiny")
+    return op_graph(from_jax(program.fn, *program.args, name=program.name))
+
+
+def opt(*argv: str) -> int:
+    """Run `hlotune opt ...` through the parser add_commands builds, as the main CLI will."""
+    parser = argparse.ArgumentParser(prog="hlotune")
+    add_commands(parser.add_subparsers(required=True))
+    args = parser.parse_args(["opt", *argv])
+    return args.run(args)
+
+
+def test_ppo_raises_the_mean_sampled_reward(transformer):
+    problem = Problem.make(transformer, DeviceModel.uniform(4), "place")
+    logs = train(GOPolicy(seed=0), [problem], PPOConfig(iterations=30, seed=0))
+    first = np.mean([log.mean_reward for log in logs[:3]])
+    last = np.mean([log.mean_reward for log in logs[-3:]])
+    assert last > first + 0.1  # log step-time ratio: over 10% faster on average (simulated)
+
+
+def test_one_policy_serves_2_4_and_8_devices(transformer):
+    policy = GOPolicy(PolicyConfig(max_devices=8), seed=1)
+    for n in (2, 4, 8):
+        problem = Problem.make(transformer, DeviceModel.uniform(n), "place+schedule+fuse")
+        out = policy(problem.inputs, problem.devices, problem.tasks)
+        batch = out.actions.sample(3, torch.Generator().manual_seed(0))
+        assert batch.placement.shape == (3, transformer.num_ops)
+        assert 0 <= batch.placement.min() and batch.placement.max() < n
+        assert len(set(batch.placement.flatten().tolist())) == n  # every device gets ops
+        assert out.actions.log_prob(batch).shape == (3, transformer.num_ops)
+        found = search(policy, problem, samples=3, seed=0)
+        assert found.result.step_time_s > 0 and found.samples == 4
+    with pytest.raises(HlotuneError, match="at most 8 devices"):
+        policy(problem.inputs, DeviceModel.uniform(9), problem.tasks)
+
+
+def test_heads_follow_the_tasks(transformer):
+    problem = Problem.make(transformer, DeviceModel.uniform(2), "fuse")
+    assert problem.fixed_placement is not None  # fusion runs on a METIS placement
+    greedy = GOPolicy().forward(problem.inputs, problem.devices, problem.tasks).actions.greedy()
+    assert greedy.placement is None and greedy.priority is None and greedy.fuse.dtype == torch.bool
+    assert task_set("fuse+place") == ("place", "fuse")
+    with pytest.raises(HlotuneError, match="tasks must be"):
+        task_set("place+layout")
+
+
+def test_checkpoint_round_trip_and_training_are_deterministic(transformer, tmp_path):
+    problem = Problem.make(transformer, DeviceModel.uniform(4), "place+schedule")
+    config = PPOConfig(iterations=2, samples=4, epochs=2, seed=5)
+    policy = GOPolicy(seed=3)
+    logs = train(policy, [problem], config)
+    assert logs == train(GOPolicy(seed=3), [problem], config)  # same seed, same run
+    policy.save(tmp_path / "policy", training={"tasks": ["place+schedule"]})
+    loaded, training = GOPolicy.load(tmp_path / "policy")
+    assert training == {"tasks": ["place+schedule"]}
+    expected, found = (search(model, problem, samples=8, seed=11) for model in (policy, loaded))
+    np.testing.assert_array_equal(found.placement, expected.placement)
+    np.testing.assert_array_equal(found.priority, expected.priority)
+    assert found.result.step_time_s == expected.result.step_time_s
+    (tmp_path / "policy" / "config.json").write_text('{"format": "something else"}')
+    with pytest.raises(HlotuneError, match="not an hlotune GO policy"):
+        GOPolicy.load(tmp_path / "policy")
+
+
+def test_opt_place_json_has_every_method(capsys):
+    assert opt("place", "zoo:mlp@tiny", "--devices", "2", "--iterations", "2", "--samples", "4",
+               "--json") == 0
+    out = capsys.readouterr().out
+    assert "SIMULATED" in out
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["graph"] == "zoo:mlp@tiny" and result["devices"] == 2
+    assert set(result["results"]) == set(METHODS)
+    assert all(isinstance(v, float) and v > 0 for v in result["results"].values())
+    assert result["simulated"] is True
+
+
+def test_opt_schedule_maps_human_to_heft_and_leaves_placers_out(capsys):
+    assert opt("schedule", "zoo:mlp@tiny", "--devices", "2", "--iterations", "2",
+               "--samples", "2", "--json") == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(result["results"]) == set(METHODS)
+    assert result["results"]["metis"] is None and result["results"]["hdp"] is None
+    assert result["results"]["human"] > 0
+
+
+def test_opt_train_then_zero_shot_on_an_unseen_graph(tmp_path, capsys):
+    out = tmp_path / "policy"
+    assert opt("train", "--programs", "zoo:mlp@tiny", "--devices", "2", "4", "--tasks", "place",
+               "--out", str(out), "--iterations", "2") == 0
+    assert (out / "config.json").is_file() and (out / "policy.safetensors").is_file()
+    capsys.readouterr()
+    assert opt("place", "zoo:cnn@tiny", "--devices", "4", "--policy", str(out), "--samples", "2",
+               "--json") == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["graph"] == "zoo:cnn@tiny" and result["results"]["policy"] > 0
+    with pytest.raises(HlotuneError, match="not trained to fuse"):
+        opt("fuse", "zoo:cnn@tiny", "--devices", "4", "--policy", str(out))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["place", "zoo:mlp@tiny", "--devices", "0"], "--devices must be at least 1"),
+    (["train", "--programs", "zoo:mlp@tiny", "--devices", "2", "-1", "--out", "x"],
+     "--devices must be at least 1"),
+    (["place", "zoo:no-such-model", "--devices", "2"], "unknown zoo program"),
+    (["place", "missing.hlo", "--devices", "2"], "no such file"),
+    (["place", "zoo:mlp@tiny", "--devices", "2", "--policy", "no/such/dir"],
+     "no such policy folder"),
+])
+def test_bad_input_is_a_user_error(argv, message):
+    with pytest.raises(HlotuneError, match=message):
+        opt(*argv)

@@ -54,6 +54,11 @@ def random_placement(graph: OpGraph, devices: DeviceModel, *, seed: int = 0) -> 
     return np.random.default_rng(seed).integers(0, devices.num_devices, graph.num_ops)
 
 
+# METIS cannot split a few dozen ops into 16 parts (it leaves parts empty and complains):
+# each HDP group gets at least this many ops.
+_MIN_GROUP_OPS = 8
+
+
 def hdp_placement(
     graph: OpGraph,
     devices: DeviceModel,
@@ -70,7 +75,7 @@ def hdp_placement(
     against the batch's mean reward. Budget: iterations * samples simulations (160 by default),
     far below HDP's; it returns the best placement it sampled (the default placement, all on
     device 0, if none beat it)."""
-    num_groups = max(1, min(groups, graph.num_ops))
+    num_groups = max(1, min(groups, graph.num_ops // _MIN_GROUP_OPS))
     group = _metis_parts(graph, graph.seconds(devices).mean(axis=1), num_groups, seed, None)
     rng = np.random.default_rng(seed)
     default = simulate(graph, devices)

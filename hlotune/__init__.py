@@ -14,6 +14,7 @@ _API = {
     "read_sample": ("hlotune.data.npz", "read_sample"),
     "write_sample": ("hlotune.data.npz", "write_sample"),
     "Dataset": ("hlotune.data.dataset", "Dataset"),
+    "tune": ("hlotune.tuning.tuner", "tune"),
 }
 
 __all__ = ["__version__", *_API]

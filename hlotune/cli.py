@@ -11,6 +11,7 @@ from pathlib import Path
 from hlotune import __version__
 from hlotune.errors import HlotuneError
 from hlotune.opt.commands import add_commands as add_opt_commands
+from hlotune.tuning.commands import add_commands as add_tune_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
 
@@ -56,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_predict(commands)
     _add_zoo(commands)
     add_opt_commands(commands)
+    add_tune_commands(commands)
     return parser
 
 

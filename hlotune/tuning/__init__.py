@@ -1,0 +1,25 @@
+"""Autotuning XLA configurations of a program on this machine, with a database of measurements.
+
+`tune("zoo:mlp@small", space="flags", budget=32)` searches, measures and returns a TuneResult;
+heavy imports (jax) wait until first use, so `hlotune --help` stays fast.
+"""
+
+from __future__ import annotations
+
+_API = {
+    "tune": ("hlotune.tuning.tuner", "tune"),
+    "TuneResult": ("hlotune.tuning.tuner", "TuneResult"),
+    "TuningDatabase": ("hlotune.tuning.database", "TuningDatabase"),
+    "program_fingerprint": ("hlotune.tuning.fingerprint", "program_fingerprint"),
+}
+
+__all__ = list(_API)
+
+
+def __getattr__(name: str):
+    if name not in _API:
+        raise AttributeError(f"module 'hlotune.tune' has no attribute {name!r}")
+    from importlib import import_module
+
+    module, attribute = _API[name]
+    return getattr(import_module(module), attribute)

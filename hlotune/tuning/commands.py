@@ -1,0 +1,168 @@
+"""`hlotune tune` and `hlotune db`: autotune a program here, and read the tuning database.
+
+    hlotune tune PROGRAM [--space flags|layout|all] [--budget N] [--time T] [--strategy S]
+                 [--model M] [--batch B] [--db PATH] [--seed S] [--json]
+    hlotune db list [--db PATH]
+    hlotune db show PROGRAM [--db PATH]
+    hlotune db export PROGRAM --format json|compiler_options|xla_flags [--db PATH]
+
+With --json, the last line of `tune` is one JSON object with at least the keys program,
+default_ms, best_ms, speedup, noise, measurements, resumed, best_config and strategy.
+PROGRAM in `db` is a program spec (its fingerprint is computed) or a fingerprint prefix.
+The database is $HLOTUNE_DB, or ~/.cache/hlotune/tuning.sqlite, unless --db names one.
+Heavy modules (jax) load inside the handlers so that `hlotune --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from hlotune.errors import HlotuneError
+
+SPACES = ("flags", "layout", "all")
+STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
+FORMATS = ("json", "compiler_options", "xla_flags")
+DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"
+
+
+def add_commands(subparsers) -> None:
+    """Register `tune` and `db` on the main parser's subparsers."""
+    tune = subparsers.add_parser(
+        "tune",
+        help="autotune a program's XLA flags and layouts on this machine",
+        description="Search PROGRAM's XLA configurations (flags, per-tensor layouts or both), "
+        "measuring candidates in batches beside the default, and report the best. A config is "
+        "chosen only if, re-measured beside the default, it beats it by more than the noise "
+        "floor. Every measurement goes to the tuning database: re-running resumes without "
+        "measuring anything twice.",
+    )
+    tune.add_argument("program", metavar="PROGRAM", help="zoo:NAME[@VARIANT] or path/to/file.py:FACTORY")
+    tune.add_argument("--space", choices=SPACES, default="flags")
+    tune.add_argument("--budget", type=int, default=32, metavar="N",
+                      help="configs to evaluate, the default included (default 32)")
+    tune.add_argument("--time", type=float, metavar="T", help="stop searching after T seconds")
+    tune.add_argument("--strategy", choices=STRATEGIES, default="evolutionary")
+    tune.add_argument("--model", metavar="M",
+                      help="a cost model (folder or baseline:NAME) ranking the evolutionary "
+                      "strategy's candidates, so only the most promising are measured")
+    tune.add_argument("--batch", type=int, default=8, metavar="B", help="configs measured together")
+    tune.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--json", action="store_true", help="print one JSON object last")
+    tune.set_defaults(run=run_tune)
+
+    db = subparsers.add_parser("db", help="list, show and export tuning results")
+    commands = db.add_subparsers(title="db commands", required=True, metavar="COMMAND")
+    listing = commands.add_parser("list", help="programs tuned on this machine")
+    show = commands.add_parser("show", help="every measurement of a program, fastest first")
+    export = commands.add_parser(
+        "export", help="the tuned config as JSON, a compiler_options dict or an XLA_FLAGS string",
+        description="Print the config the latest tune of PROGRAM chose on this machine. "
+        "compiler_options is JSON for jax's `.compile(compiler_options=...)`; xla_flags is "
+        "for the XLA_FLAGS environment variable. Layouts cannot be XLA options: those two "
+        "formats leave them out and say so on stderr.",
+    )
+    for command in (show, export):
+        command.add_argument("program", metavar="PROGRAM", help="a program spec or a fingerprint prefix")
+    export.add_argument("--format", choices=FORMATS, required=True)
+    for command, run in ((listing, run_list), (show, run_show), (export, run_export)):
+        command.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+        command.set_defaults(run=run)
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from hlotune.tuning.tuner import tune
+
+    result = tune(
+        args.program, space=args.space, budget=args.budget, time_s=args.time,
+        strategy=args.strategy, model=args.model, db_path=args.db, batch=args.batch,
+        seed=args.seed,
+    )
+    if args.json:
+        print(json.dumps(result.to_json()))
+        return 0
+    noise = f"noise floor {result.noise:.1%}"
+    if not result.kept_default:
+        best = f"{result.best_ms:.4f} ms   {result.speedup:.3f}x faster ({noise})"
+    elif result.candidate.is_default:
+        best = "the default: no candidate was faster"
+    elif result.candidate_speedup is None:
+        best = "the default: the best candidate failed when measured again"
+    else:
+        best = f"the default: the best candidate's {result.candidate_speedup:.3f}x is within the {noise}"
+    print(f"{result.program}: {result.space} space, {result.strategy} search, seed {args.seed}")
+    print(f"  default       {result.default_ms:.4f} ms")
+    print(f"  best          {best}")
+    print(f"  evaluated     {result.measurements} measured + {result.resumed} from the database "
+          f"({result.failed} failed) in {result.seconds:.1f} s")
+    print(f"  config        {json.dumps(result.best_config.to_dict())}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    with _database(args) as db:
+        entries = db.programs()
+        if not entries:
+            print(f"{db.path}: nothing measured on this machine yet")
+            return 0
+        print(f"{'FINGERPRINT':<13} {'PROGRAM':<32} {'RECORDS':>7} {'FAILED':>6}  TUNED")
+        for entry in entries:
+            tuned = _decision_text(entry.best) if entry.best is not None else "-"
+            print(f"{entry.fingerprint[:12]:<13} {entry.name:<32} {entry.records:>7} "
+                  f"{entry.failed:>6}  {tuned}")
+    return 0
+
+
+def run_show(args: argparse.Namespace) -> int:
+    with _database(args) as db:
+        fingerprint = _fingerprint(db, args.program)
+        records = sorted(db.records(fingerprint), key=lambda r: r.cost)
+        if not records:
+            raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
+        print(f"{db.name_of(fingerprint)} ({fingerprint[:12]}): {len(records)} configs measured here")
+        print(f"  {'SPEEDUP':>7}  {'STATUS':<12} CONFIG")
+        for record in records:
+            speedup = f"{1 / record.cost:.3f}x" if record.ok else "-"
+            reason = f"  ({record.reason})" if record.reason else ""
+            print(f"  {speedup:>7}  {record.status:<12} {record.config_key}{reason}")
+        best = db.best(fingerprint)
+        if best is not None:
+            print(f"  tuned: {_decision_text(best)} -> {best.chosen.key}")
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    with _database(args) as db:
+        exported = db.export(_fingerprint(db, args.program), args.format)
+    print(exported.text)
+    if exported.note:
+        print(f"hlotune: note: {exported.note}", file=sys.stderr)
+    return 0
+
+
+def _database(args: argparse.Namespace):
+    from hlotune.tuning.database import TuningDatabase, default_db_path
+
+    path = args.db or default_db_path()
+    if not Path(path).is_file():
+        raise HlotuneError(f"{path}: no tuning database (run hlotune tune first)")
+    return TuningDatabase(path)
+
+
+def _fingerprint(db, program: str) -> str:
+    from hlotune.program import is_program_spec, load_program
+    from hlotune.tuning.fingerprint import program_fingerprint
+
+    if is_program_spec(program):
+        return program_fingerprint(load_program(program))
+    return db.resolve(program)
+
+
+def _decision_text(decision) -> str:
+    noise = "" if decision.noise_floor is None else f" (noise {decision.noise_floor:.1%})"
+    if decision.kept_default:
+        return f"default kept{noise}"
+    return f"{decision.speedup:.3f}x{noise}"

@@ -1,0 +1,39 @@
+"""A program compiled in this process under a tuned config, callable like the original.
+
+Flags go to `Lowered.compile(compiler_options=...)`; layouts need the program rebuilt with its
+layout constraints (LayoutSpace.build), which takes and returns flat leaves, so the callable
+flattens the arguments, puts each in the layout the executable expects, and rebuilds the
+output tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.layouts import LayoutSpace
+from hlotune.errors import HlotuneError
+from hlotune.program import Program
+
+
+def compile_config(program: Program, config: CompileConfig) -> Callable:
+    """`program.fn` compiled with `config` for arguments shaped like `program.args`."""
+    import jax
+
+    space = LayoutSpace(program)
+    space.check(config.layout)
+    executable = space.build(config.layout).lower(*space.leaves).compile(
+        compiler_options=config.flags.compiler_options()
+    )
+    in_tree = jax.tree_util.tree_structure(program.args)
+    out_tree = jax.tree_util.tree_structure(jax.eval_shape(program.fn, *program.args))
+    formats = executable.input_formats[0]
+
+    def call(*args):
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        if tree != in_tree:
+            raise HlotuneError(f"{program.name}: compiled for arguments {in_tree}, called with {tree}")
+        placed = [jax.device_put(leaf, f) for leaf, f in zip(leaves, formats)]
+        return out_tree.unflatten(executable(*placed))
+
+    return call

@@ -1,0 +1,338 @@
+"""The tuning database: every measurement a tune makes, kept so that no config is measured twice.
+
+As in TVM MetaSchedule, search (strategies) and storage are separate: the tuner looks a config
+up before measuring it, and each measured batch is committed as soon as it lands, so a tune
+killed with -9 resumes where it stopped. SQLite in WAL mode with a busy timeout lets several
+tuning processes share one file.
+
+A runtime means something only for one program, on one machine, under one compiler, so every
+record is keyed by the program's fingerprint (fingerprint.py), the config's canonical key, the
+hardware fingerprint and the jax/jaxlib versions; queries only ever return records of this
+machine and compiler. Two tables:
+
+- `measurements`: one row per (program, config, machine, compiler): status, reason, median,
+  samples, and the default's median and noise floor of its batch (a runtime is compared with
+  the default measured beside it: batches minutes apart drift);
+- `decisions`: what each finished tune chose after re-measuring its best candidate against the
+  default; `best()` and the exports read the latest one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.machine import Machine, this_machine
+from hlotune.compiler.measure import OK, BatchResult, Measurement
+from hlotune.errors import HlotuneError
+
+EXPORT_FORMATS = ("json", "compiler_options", "xla_flags")
+_SCHEMA_VERSION = 1
+_BUSY_TIMEOUT_S = 60.0
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS programs (
+    fingerprint TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    first_seen REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS measurements (
+    program TEXT NOT NULL,
+    config TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    jax TEXT NOT NULL,
+    jaxlib TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    median_ns REAL,
+    default_ns REAL NOT NULL,
+    noise_floor REAL,
+    samples TEXT NOT NULL,
+    compile_s REAL NOT NULL,
+    timestamp REAL NOT NULL,
+    UNIQUE (program, config, machine, jax, jaxlib)
+);
+CREATE TABLE IF NOT EXISTS decisions (
+    program TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    jax TEXT NOT NULL,
+    jaxlib TEXT NOT NULL,
+    candidate TEXT NOT NULL,
+    chosen TEXT NOT NULL,
+    default_ns REAL NOT NULL,
+    candidate_ns REAL,
+    noise_floor REAL,
+    strategy TEXT NOT NULL,
+    space TEXT NOT NULL,
+    timestamp REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decisions_by_program ON decisions (program, machine, jax, jaxlib);
+"""
+
+
+def default_db_path() -> Path:
+    """$HLOTUNE_DB, or ~/.cache/hlotune/tuning.sqlite."""
+    return Path(os.environ.get("HLOTUNE_DB") or Path.home() / ".cache" / "hlotune" / "tuning.sqlite")
+
+
+@dataclass(frozen=True)
+class Record:
+    """One config of one program as measured on this machine."""
+
+    program: str  # fingerprint
+    config_key: str
+    status: str
+    reason: str
+    median_ns: float | None
+    default_ns: float  # the default's median in the same batch
+    noise_floor: float | None  # of that batch
+    samples: tuple[int, ...]
+    compile_s: float
+    timestamp: float
+
+    @property
+    def config(self) -> CompileConfig:
+        return CompileConfig.from_dict(json.loads(self.config_key))
+
+    @property
+    def ok(self) -> bool:
+        return self.status == OK
+
+    @property
+    def cost(self) -> float:
+        """Runtime relative to the default of its batch; inf when it failed."""
+        return self.median_ns / self.default_ns if self.ok and self.median_ns else math.inf
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A finished tune: its best candidate re-measured beside the default, and what was chosen."""
+
+    program: str
+    candidate: CompileConfig
+    chosen: CompileConfig  # the candidate, or the default when its gain was within the noise
+    default_ns: float
+    candidate_ns: float | None  # None when the candidate failed on re-measurement
+    noise_floor: float | None
+    strategy: str
+    space: str
+    timestamp: float
+
+    @property
+    def kept_default(self) -> bool:
+        return self.chosen.is_default
+
+    @property
+    def speedup(self) -> float:
+        """Of the chosen config over the default (1 when the default was kept)."""
+        return 1.0 if self.kept_default else self.default_ns / self.candidate_ns
+
+
+@dataclass(frozen=True)
+class ProgramEntry:
+    fingerprint: str
+    name: str
+    records: int  # on this machine and compiler
+    failed: int
+    best: Decision | None
+
+
+@dataclass(frozen=True)
+class Export:
+    text: str
+    note: str  # what the format cannot say ("" when nothing is lost)
+
+
+class TuningDatabase:
+    """A tuning database file; records of other machines and compilers stay invisible."""
+
+    def __init__(self, path: str | Path, *, machine: Machine | None = None) -> None:
+        self.path = Path(path)
+        self.machine = machine or this_machine()
+        self._scope = (self.machine.fingerprint, self.machine.jax, self.machine.jaxlib)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
+            self._db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            raise HlotuneError(f"{self.path}: not a tuning database ({error})") from None
+
+    def _migrate(self) -> None:
+        with self._db:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version not in (0, _SCHEMA_VERSION):
+                raise HlotuneError(
+                    f"{self.path}: tuning database version {version}, this hlotune reads {_SCHEMA_VERSION}"
+                )
+            for statement in _SCHEMA.split(";"):
+                self._db.execute(statement)
+            self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> TuningDatabase:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # Writing
+
+    def register(self, fingerprint: str, name: str) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT OR IGNORE INTO programs VALUES (?, ?, ?)", (fingerprint, name, time.time())
+            )
+
+    def record(
+        self, program: str, measurement: Measurement, *, default_ns: float, noise_floor: float
+    ) -> Record:
+        """Store one measurement (committed now) and return the record the database keeps:
+        the first one stored if another process measured the same config meanwhile."""
+        with self._db:
+            self._insert(program, measurement, default_ns, noise_floor)
+        return self.lookup(program, measurement.config.key)
+
+    def record_batch(self, program: str, batch: BatchResult, *, with_default: bool) -> None:
+        """Store a batch's candidates (and its reference default) in one commit."""
+        measurements = ([batch.defaults[0]] if with_default else []) + batch.measurements
+        with self._db:
+            for measurement in measurements:
+                self._insert(program, measurement, batch.default_ns, batch.noise_floor)
+
+    def _insert(self, program: str, m: Measurement, default_ns: float, noise_floor: float) -> None:
+        self._db.execute(
+            "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (program, m.config.key, *self._scope, m.status, m.reason,
+             m.median_ns if m.samples_ns else None, default_ns, _finite_or_none(noise_floor),
+             json.dumps(m.samples_ns), m.compile_s, time.time()),
+        )
+
+    def decide(self, decision: Decision) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (decision.program, *self._scope, decision.candidate.key, decision.chosen.key,
+                 decision.default_ns, decision.candidate_ns, _finite_or_none(decision.noise_floor),
+                 decision.strategy, decision.space, decision.timestamp),
+            )
+
+    # Reading (this machine and compiler only)
+
+    def lookup(self, program: str, config_key: str) -> Record | None:
+        rows = self._records("AND config = ?", (program, config_key))
+        return rows[0] if rows else None
+
+    def records(self, program: str) -> list[Record]:
+        """Every record of the program, in the order they were stored."""
+        return self._records("", (program,))
+
+    def _records(self, where: str, arguments: tuple) -> list[Record]:
+        rows = self._db.execute(
+            "SELECT program, config, status, reason, median_ns, default_ns, noise_floor, samples, "
+            "compile_s, timestamp FROM measurements "
+            f"WHERE program = ? {where} AND machine = ? AND jax = ? AND jaxlib = ? ORDER BY rowid",
+            (*arguments, *self._scope),
+        ).fetchall()
+        return [Record(*row[:7], tuple(json.loads(row[7])), *row[8:]) for row in rows]
+
+    def decision(self, program: str, candidate_key: str | None = None) -> Decision | None:
+        """The latest decision on the program (about `candidate_key`, if given)."""
+        query = (
+            "SELECT program, candidate, chosen, default_ns, candidate_ns, noise_floor, strategy, "
+            "space, timestamp FROM decisions WHERE program = ? AND machine = ? AND jax = ? "
+            "AND jaxlib = ?"
+        )
+        arguments: tuple = (program, *self._scope)
+        if candidate_key is not None:
+            query, arguments = query + " AND candidate = ?", arguments + (candidate_key,)
+        row = self._db.execute(query + " ORDER BY rowid DESC LIMIT 1", arguments).fetchone()
+        if row is None:
+            return None
+        program, candidate, chosen, *rest = row
+        return Decision(program, _config(candidate), _config(chosen), *rest)
+
+    def best(self, program: str) -> Decision | None:
+        """What the latest finished tune of the program chose here (None: never tuned here)."""
+        return self.decision(program)
+
+    def programs(self) -> list[ProgramEntry]:
+        """Programs with records on this machine and compiler, most recently measured last."""
+        rows = self._db.execute(
+            "SELECT p.fingerprint, p.name, COUNT(*), SUM(m.status != ?), MAX(m.timestamp) "
+            "FROM programs p JOIN measurements m ON m.program = p.fingerprint "
+            "WHERE m.machine = ? AND m.jax = ? AND m.jaxlib = ? GROUP BY p.fingerprint "
+            "ORDER BY MAX(m.timestamp)",
+            (OK, *self._scope),
+        ).fetchall()
+        return [ProgramEntry(fp, name, count, failed, self.best(fp)) for fp, name, count, failed, _ in rows]
+
+    def name_of(self, fingerprint: str) -> str:
+        row = self._db.execute("SELECT name FROM programs WHERE fingerprint = ?", (fingerprint,)).fetchone()
+        return row[0] if row else fingerprint
+
+    def resolve(self, prefix: str) -> str:
+        """The full fingerprint that starts with `prefix` (unique among this machine's programs)."""
+        matches = [entry.fingerprint for entry in self.programs() if entry.fingerprint.startswith(prefix)]
+        if len(matches) != 1:
+            what = "no program" if not matches else f"{len(matches)} programs"
+            raise HlotuneError(f"{self.path}: {what} with a fingerprint starting {prefix!r} on this machine")
+        return matches[0]
+
+    # Export
+
+    def export(self, program: str, fmt: str) -> Export:
+        """The chosen config of the latest tune as JSON, a compiler_options dict (JSON) or an
+        XLA_FLAGS string. Layouts are not XLA options: the two flag formats drop them, and the
+        note says so."""
+        if fmt not in EXPORT_FORMATS:
+            raise HlotuneError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
+        best = self.best(program)
+        if best is None:
+            raise HlotuneError(f"{self.name_of(program)}: not tuned on this machine yet (run hlotune tune)")
+        config = best.chosen
+        if fmt == "json":
+            return Export(json.dumps(self._export_json(best), indent=1), "")
+        sites = len(config.layout.layouts)
+        note = (
+            f"the tuned config also sets {sites} tensor layout(s), which XLA options cannot "
+            "express: use --format json, or TuneResult.compiled() in Python"
+            if sites else ""
+        )
+        if fmt == "compiler_options":
+            return Export(json.dumps(config.flags.compiler_options(), sort_keys=True), note)
+        return Export(config.flags.xla_flags(), note)
+
+    def _export_json(self, best: Decision) -> dict:
+        return {
+            "program": self.name_of(best.program),
+            "fingerprint": best.program,
+            "machine": self.machine.to_dict(),
+            "config": best.chosen.to_dict(),
+            "compiler_options": best.chosen.flags.compiler_options(),
+            "xla_flags": best.chosen.flags.xla_flags(),
+            "kept_default": best.kept_default,
+            "speedup": best.speedup,
+            "noise": best.noise_floor,
+            "candidate": best.candidate.to_dict(),
+            "strategy": best.strategy,
+            "space": best.space,
+            "timestamp": best.timestamp,
+        }
+
+
+def _config(key: str) -> CompileConfig:
+    return CompileConfig.from_dict(json.loads(key))
+
+
+def _finite_or_none(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None

@@ -1,0 +1,156 @@
+"""The search space of one program, flags x layouts, as independent genes.
+
+Every strategy edits configs the same way: a config is a genome with one gene per XLA option,
+one per sampled HLO pass (disabled or not) and one per layout site (a minor-to-major
+permutation, or None for the compiler's choice). Independent genes are what mutation,
+crossover and Optuna's categorical parameters need. The one dependency among XLA's options
+(the fast-math sub-options mean nothing without fast math) is repaired when a genome becomes a
+config, as `flags.single_changes` does: setting a sub-option turns fast math on. So is one
+between flags and layouts: XLA:CPU cannot run a module with a layout constraint on an
+equation's result (`e<k>` sites) once `algsimp` is disabled ("No registered implementation for
+untyped custom call to LayoutConstraint", jaxlib 0.10.2), so such a config keeps `algsimp`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.flags import (
+    FAST_MATH,
+    FAST_MATH_ONLY,
+    FLAG_OPTIONS,
+    SAMPLED_PASSES,
+    FlagConfig,
+)
+from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
+from hlotune.errors import HlotuneError
+
+SPACES = ("flags", "layout", "all")
+_PASS, _SITE = "pass:", "layout:"
+_ALGSIMP = "algsimp"
+
+Genome = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Gene:
+    """One independent choice: its name and its values, the default first."""
+
+    name: str  # an XLA option, `pass:NAME` or `layout:SITE`
+    values: tuple
+
+
+class SearchSpace:
+    """The genes of `kind` ("flags", "layout" or "all") for one program."""
+
+    def __init__(self, kind: str, layouts: LayoutSpace | None = None) -> None:
+        if kind not in SPACES:
+            raise HlotuneError(f"unknown space {kind!r}: use {', '.join(SPACES)}")
+        self.kind = kind
+        genes: list[Gene] = []
+        if kind in ("flags", "all"):
+            genes += [Gene(option.name, option.values) for option in FLAG_OPTIONS]
+            genes += [Gene(_PASS + name, (False, True)) for name in SAMPLED_PASSES]
+        if kind in ("layout", "all"):
+            if layouts is None or not layouts.sites:
+                name = layouts.program.name if layouts is not None else "the program"
+                raise HlotuneError(f"{name}: no configurable layout sites to tune")
+            genes += [
+                Gene(_SITE + site.key, (None, *itertools.permutations(range(site.rank))))
+                for site in layouts.sites
+            ]
+        self.genes: tuple[Gene, ...] = tuple(genes)
+
+    def config(self, genome: Genome) -> CompileConfig:
+        """The config of a genome (absent genes keep their defaults)."""
+        options, passes, layouts = {}, [], {}
+        for gene in self.genes:
+            value = genome.get(gene.name, gene.values[0])
+            if gene.name.startswith(_PASS):
+                if value:
+                    passes.append(gene.name.removeprefix(_PASS))
+            elif gene.name.startswith(_SITE):
+                if value is not None:
+                    layouts[gene.name.removeprefix(_SITE)] = value
+            elif value != gene.values[0]:
+                options[gene.name] = value
+        if any(name in options for name in FAST_MATH_ONLY):
+            options[FAST_MATH] = True
+        if any(site.startswith("e") for site in layouts) and _ALGSIMP in passes:
+            passes.remove(_ALGSIMP)
+        flags = FlagConfig(tuple(sorted(options.items())), tuple(sorted(passes)))
+        return CompileConfig(flags, LayoutConfig.from_dict(layouts))
+
+    def genome(self, config: CompileConfig) -> Genome:
+        """The genome of a config; HlotuneError if the config sets something outside the space."""
+        genome: Genome = {}
+        for name, value in config.flags.options:
+            genome[name] = value
+        for name in config.flags.disabled_passes:
+            genome[_PASS + name] = True
+        for site, dims in config.layout.layouts:
+            genome[_SITE + site] = dims
+        names = {gene.name for gene in self.genes}
+        outside = [name for name in genome if name not in names]
+        if outside:
+            raise HlotuneError(f"{outside[0]} is not part of the {self.kind} search space")
+        return genome
+
+    def random(self, rng: random.Random, rate: float = 0.25) -> CompileConfig:
+        """Each gene moves to a random non-default value with probability `rate` (fast-math
+        sub-options only when fast math moved, so they do not force it on most of the time)."""
+        genome: Genome = {}
+        for gene in self.genes:
+            if gene.name in FAST_MATH_ONLY and not genome.get(FAST_MATH):
+                continue
+            if rng.random() < rate:
+                genome[gene.name] = rng.choice(gene.values[1:])
+        return self.config(genome)
+
+    def mutate(self, config: CompileConfig, rng: random.Random) -> CompileConfig:
+        """One gene (two, 30 % of the time) moved to another of its values, the default included."""
+        genome = self.genome(config)
+        changes = 2 if rng.random() < 0.3 else 1
+        for gene in rng.sample(self.genes, min(changes, len(self.genes))):
+            current = genome.get(gene.name, gene.values[0])
+            genome[gene.name] = rng.choice([v for v in gene.values if v != current])
+        return self.config(genome)
+
+    def crossover(self, a: CompileConfig, b: CompileConfig, rng: random.Random) -> CompileConfig:
+        """Uniform crossover: each gene from either parent."""
+        first, second = self.genome(a), self.genome(b)
+        genome = {}
+        for gene in self.genes:
+            parent = first if rng.random() < 0.5 else second
+            if gene.name in parent:
+                genome[gene.name] = parent[gene.name]
+        return self.config(genome)
+
+    def count_within(self, depth: int) -> int:
+        """How many genomes differ from the default in 1 to `depth` genes."""
+        # Elementary symmetric sums of the genes' non-default value counts.
+        sums = [1] + [0] * depth
+        for gene in self.genes:
+            for k in range(depth, 0, -1):
+                sums[k] += sums[k - 1] * (len(gene.values) - 1)
+        return sum(sums[1:])
+
+    def levels(self, depth: int) -> list[list[CompileConfig]]:
+        """Distinct non-default configs, by how many genes differ from the default (1 to
+        `depth`); `count_within(depth)` says how many genomes that enumerates."""
+        seen = {DEFAULT_CONFIG}
+        levels: list[list[CompileConfig]] = []
+        for k in range(1, depth + 1):
+            level = []
+            for genes in itertools.combinations(self.genes, k):
+                for values in itertools.product(*(gene.values[1:] for gene in genes)):
+                    config = self.config({g.name: v for g, v in zip(genes, values)})
+                    if config not in seen:
+                        seen.add(config)
+                        level.append(config)
+            levels.append(level)
+        return levels

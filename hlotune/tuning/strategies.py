@@ -1,0 +1,262 @@
+"""Search strategies behind one ask/tell interface (the shape of Optuna's ask-and-tell API).
+
+The tuner asks for configs, measures them (or finds them in the database) and tells their
+costs back; a strategy never measures anything itself. That split keeps strategies
+deterministic for a seed: a resumed run tells the same costs in the same order (read from the
+database instead of measured), so it asks the same configs and repeats no measurement.
+
+A cost is a config's runtime relative to the default measured in the same batch (lower is
+better; inf for a config that failed or gave wrong outputs), so costs from batches minutes
+apart compare despite drift. The default's cost is 1 and is told before the first ask.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.errors import HlotuneError
+from hlotune.tuning.space import SearchSpace
+
+STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
+
+# Scores candidate configs, lower = predicted faster (a cost model, see ranking.py).
+Ranker = Callable[[Sequence[CompileConfig]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    config: CompileConfig
+    cost: float  # runtime / the same batch's default runtime; inf: failed or wrong output
+
+
+class Strategy(ABC):
+    """Asks for configs it has not asked before and learns from the costs told back."""
+
+    name: str
+
+    def __init__(self) -> None:
+        self.costs: dict[CompileConfig, float] = {}  # told, in order
+        self._asked: dict[CompileConfig, None] = {DEFAULT_CONFIG: None}
+
+    @abstractmethod
+    def ask(self, n: int) -> list[CompileConfig]:
+        """Up to `n` configs never asked before; fewer (or none) when the space runs dry."""
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        for evaluation in evaluations:
+            self.costs[evaluation.config] = evaluation.cost
+
+    def _fresh(self, config: CompileConfig) -> bool:
+        """Whether `config` is new, marking it asked if so."""
+        if config in self._asked:
+            return False
+        self._asked[config] = None
+        return True
+
+
+class RandomSearch(Strategy):
+    """Independent random configs: the baseline every other strategy must beat."""
+
+    name = "random"
+
+    def __init__(self, space: SearchSpace, seed: int = 0) -> None:
+        super().__init__()
+        self._space, self._rng = space, random.Random(seed)
+
+    def ask(self, n: int) -> list[CompileConfig]:
+        configs: list[CompileConfig] = []
+        for _ in range(100 * n):
+            if len(configs) == n:
+                break
+            config = self._space.random(self._rng)
+            if self._fresh(config):
+                configs.append(config)
+        return configs
+
+
+class Exhaustive(Strategy):
+    """Every config of a fixed list, in order: for small spaces, or to measure chosen configs."""
+
+    name = "exhaustive"
+
+    def __init__(self, configs: Sequence[CompileConfig]) -> None:
+        super().__init__()
+        self._pending = list(dict.fromkeys(configs))
+
+    @classmethod
+    def around_default(
+        cls, space: SearchSpace, *, depth: int = 1, limit: int = 4096, seed: int = 0
+    ) -> Exhaustive:
+        """Every config within `depth` changes of the default, nearest first (shuffled by the
+        seed within a distance, so a budget that ends early samples each distance fairly)."""
+        count = space.count_within(depth)
+        if count > limit:
+            raise HlotuneError(
+                f"the {space.kind} space has {count} configs within {depth} change(s) of the "
+                f"default, more than {limit} to enumerate: use the evolutionary, random or optuna strategy"
+            )
+        rng = random.Random(seed)
+        configs = []
+        for level in space.levels(depth):
+            rng.shuffle(level)
+            configs += level
+        return cls(configs)
+
+    def ask(self, n: int) -> list[CompileConfig]:
+        configs = []
+        while self._pending and len(configs) < n:
+            config = self._pending.pop(0)
+            if self._fresh(config):
+                configs.append(config)
+        return configs
+
+
+class Evolutionary(Strategy):
+    """Mutation and crossover of the best configs so far, optionally ranked by a cost model.
+
+    Until `population` configs are known it explores at random. With a `ranker`, each ask
+    generates `pool` times more candidates than it returns and keeps those the model ranks
+    fastest, as Ansor and MetaSchedule do: the model is cheap, measurements are not.
+    """
+
+    name = "evolutionary"
+
+    def __init__(
+        self, space: SearchSpace, seed: int = 0, *, population: int = 8,
+        ranker: Ranker | None = None, pool: int = 8,
+    ) -> None:
+        super().__init__()
+        self._space, self._rng = space, random.Random(seed)
+        self._population, self._ranker, self._pool = population, ranker, pool
+
+    def ask(self, n: int) -> list[CompileConfig]:
+        wanted = n * self._pool if self._ranker is not None else n
+        parents = self._parents()
+        evolve = len(parents) >= self._population
+        candidates: dict[CompileConfig, None] = {}
+        for _ in range(50 * wanted):
+            if len(candidates) == wanted:
+                break
+            config = self._child(parents) if evolve else self._space.random(self._rng)
+            if config not in self._asked:
+                candidates[config] = None
+        chosen = list(candidates)
+        if self._ranker is not None and len(chosen) > n:
+            order = np.argsort(np.asarray(self._ranker(chosen), dtype=np.float64), kind="stable")
+            chosen = [chosen[i] for i in order[:n]]
+        return [config for config in chosen if self._fresh(config)]
+
+    def _parents(self) -> list[tuple[CompileConfig, float]]:
+        """The `population` cheapest healthy configs told so far."""
+        healthy = [(config, cost) for config, cost in self.costs.items() if math.isfinite(cost)]
+        return sorted(healthy, key=lambda pair: pair[1])[: self._population]
+
+    def _child(self, parents: list[tuple[CompileConfig, float]]) -> CompileConfig:
+        first = self._tournament(parents)
+        if self._rng.random() < 0.5:
+            first = self._space.crossover(first, self._tournament(parents), self._rng)
+        return self._space.mutate(first, self._rng)
+
+    def _tournament(self, parents: list[tuple[CompileConfig, float]]) -> CompileConfig:
+        """The better of two random parents: selection pressure without losing diversity."""
+        a, b = self._rng.sample(parents, 2)
+        return a[0] if a[1] <= b[1] else b[0]
+
+
+class OptunaTPE(Strategy):
+    """Optuna's TPE sampler through its ask/tell API, every gene a categorical parameter
+    (layout sites too, one categorical of all permutations per site).
+
+    Optuna may suggest a config it suggested before; that trial is told the known cost at
+    once (or when the first one's cost arrives) and another is asked, so every config returned
+    is new and none is measured twice.
+    """
+
+    name = "optuna"
+
+    def __init__(self, space: SearchSpace, seed: int = 0) -> None:
+        super().__init__()
+        try:
+            import optuna
+        except ImportError:
+            raise HlotuneError("the optuna strategy needs Optuna: pip install optuna==5.0.0") from None
+        optuna.logging.set_verbosity(optuna.logging.WARNING)  # no line per trial
+        self._optuna = optuna
+        self._space = space
+        # Parameters are indices into each gene's values: Optuna's choices must be scalars.
+        self._distributions = {
+            gene.name: optuna.distributions.CategoricalDistribution(tuple(range(len(gene.values))))
+            for gene in space.genes
+        }
+        # The constant liar counts trials awaiting their costs as bad, so that one batch of
+        # asks spreads out instead of suggesting the same region n times.
+        sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+        self._study = optuna.create_study(direction="minimize", sampler=sampler)
+        self._waiting: dict[CompileConfig, list[int]] = {}  # config -> trials awaiting its cost
+
+    def ask(self, n: int) -> list[CompileConfig]:
+        configs: list[CompileConfig] = []
+        for _ in range(20 * n):
+            if len(configs) == n:
+                break
+            trial = self._study.ask(self._distributions)
+            config = self._space.config(
+                {gene.name: gene.values[trial.params[gene.name]] for gene in self._space.genes}
+            )
+            if config in self.costs:
+                self._finish(trial.number, self.costs[config])
+                continue
+            self._waiting.setdefault(config, []).append(trial.number)
+            if self._fresh(config):
+                configs.append(config)
+        return configs
+
+    def tell(self, evaluations: Sequence[Evaluation]) -> None:
+        super().tell(evaluations)
+        for evaluation in evaluations:
+            trials = self._waiting.pop(evaluation.config, None)
+            if trials is not None:
+                for number in trials:
+                    self._finish(number, evaluation.cost)
+            elif math.isfinite(evaluation.cost):  # not Optuna's own suggestion: the default
+                self._study.add_trial(self._optuna.trial.create_trial(
+                    params=self._indices(evaluation.config), distributions=self._distributions,
+                    value=evaluation.cost,
+                ))
+
+    def _finish(self, number: int, cost: float) -> None:
+        if math.isfinite(cost):
+            self._study.tell(number, cost)
+        else:  # TPE learns from completed trials only
+            self._study.tell(number, state=self._optuna.trial.TrialState.FAIL)
+
+    def _indices(self, config: CompileConfig) -> dict[str, int]:
+        genome = self._space.genome(config)
+        return {
+            gene.name: gene.values.index(genome.get(gene.name, gene.values[0]))
+            for gene in self._space.genes
+        }
+
+
+def make_strategy(
+    name: str, space: SearchSpace, seed: int = 0, ranker: Ranker | None = None
+) -> Strategy:
+    """The strategy called `name`; only evolutionary search uses a cost model."""
+    if name not in STRATEGIES:
+        raise HlotuneError(f"unknown strategy {name!r}: use {', '.join(STRATEGIES)}")
+    if ranker is not None and name != "evolutionary":
+        raise HlotuneError(f"a cost model ranks candidates of the evolutionary strategy only, not {name}")
+    if name == "evolutionary":
+        return Evolutionary(space, seed, ranker=ranker)
+    if name == "random":
+        return RandomSearch(space, seed)
+    if name == "exhaustive":
+        return Exhaustive.around_default(space, seed=seed)
+    return OptunaTPE(space, seed)

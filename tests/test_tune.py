@@ -1,0 +1,287 @@
+"""Autotuning with the real compiler: budget, resume, failures, noise, database and exports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import jax
+import numpy as np
+import pytest
+
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.machine import Machine, this_machine
+from hlotune.compiler.measure import FAILED, MeasureSettings, Measurement
+from hlotune.errors import HlotuneError
+from hlotune.program import load_program
+from hlotune.scorers import load_scorer
+from hlotune.tuning import commands, database, space, strategies
+from hlotune.tuning.compiled import compile_config
+from hlotune.tuning.database import Decision, TuningDatabase
+from hlotune.tuning.fingerprint import program_fingerprint
+from hlotune.tuning.ranking import ModelRanker
+from hlotune.tuning.space import SearchSpace
+from hlotune.tuning.strategies import Evaluation, Evolutionary, Exhaustive, make_strategy
+from hlotune.tuning.tuner import tune
+
+MLP = "zoo:mlp@tiny"
+FAST = MeasureSettings(rounds=2, repeats=2)
+CRASH = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["gather_simplifier"]}))
+
+
+@pytest.fixture(scope="module")
+def mlp_layouts():
+    return LayoutSpace(load_program(MLP))
+
+
+def _tune(db_path, **overrides):
+    arguments = dict(space="all", budget=6, batch=3, db_path=db_path, settings=FAST, progress=False)
+    return tune(MLP, **arguments | overrides)
+
+
+def _not_slower_beyond_noise(result) -> bool:
+    if result.kept_default:
+        return result.best_config.is_default and result.speedup == 1.0
+    return result.speedup > 1.0 + result.noise and not result.best_config.is_default
+
+
+def test_tune_stays_within_budget_and_a_rerun_measures_nothing_again(tmp_path):
+    path = tmp_path / "tuning.sqlite"
+    first = _tune(path)
+    assert 1 <= first.measurements <= 6 and first.resumed == 0
+    assert len(first.history) == 6 and first.history[0] == 1.0
+    assert all(a <= b for a, b in zip(first.history, first.history[1:]))
+    assert _not_slower_beyond_noise(first)
+    assert math.isfinite(first.noise) and first.default_ms > 0
+
+    with TuningDatabase(path) as db:
+        records = db.records(first.fingerprint)
+        assert len(records) == first.measurements
+        assert db.lookup(first.fingerprint, DEFAULT_CONFIG.key).ok
+        assert db.best(first.fingerprint).chosen == first.best_config
+        assert [entry.name for entry in db.programs()] == [MLP]
+    assert sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+    again = _tune(path)
+    assert again.measurements == 0 and again.resumed == 6
+    assert (again.best_config, again.history) == (first.best_config, first.history)
+    with TuningDatabase(path) as db:
+        assert len(db.records(first.fingerprint)) == len(records)
+
+
+def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(tmp_path):
+    path = tmp_path / "tuning.sqlite"
+    script = (
+        "from hlotune.tuning.tuner import tune\n"
+        "from hlotune.compiler.measure import MeasureSettings\n"
+        f"tune({MLP!r}, budget=9, batch=2, db_path={str(path)!r}, "
+        "settings=MeasureSettings(rounds=2, repeats=2), progress=False)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while _rows(path) < 3 and time.monotonic() < deadline:  # the default and one batch
+            time.sleep(0.2)
+    finally:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
+    stored = _rows(path)
+    assert stored >= 3
+
+    result = tune(MLP, budget=9, batch=2, db_path=path, settings=FAST, progress=False)
+    assert result.resumed >= stored
+    assert result.resumed + result.measurements == 9
+    assert _rows(path) == stored + result.measurements
+
+
+def _rows(path) -> int:
+    if not path.exists():
+        return 0
+    try:
+        return sqlite3.connect(path, timeout=10).execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+    except sqlite3.OperationalError:  # the tables are not there yet
+        return 0
+
+
+def test_a_config_that_crashes_xla_is_recorded_failed_and_the_search_goes_on(tmp_path):
+    healthy = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    result = tune(
+        "zoo:transformer@tiny", strategy=Exhaustive([CRASH, healthy]), budget=3,
+        db_path=tmp_path / "t.sqlite", settings=FAST, progress=False,
+    )
+    assert result.measurements == 3 and result.failed == 1
+    assert result.best_config in (DEFAULT_CONFIG, healthy) and result.candidate != CRASH
+    with TuningDatabase(tmp_path / "t.sqlite") as db:
+        crashed = db.lookup(result.fingerprint, CRASH.key)
+        assert crashed.status == FAILED and "SIG" in crashed.reason and math.isinf(crashed.cost)
+        assert db.lookup(result.fingerprint, healthy.key).ok
+
+
+def test_records_of_another_machine_or_compiler_are_never_returned(tmp_path):
+    path = tmp_path / "t.sqlite"
+    here = this_machine()
+    elsewhere = [Machine("Some Other CPU", here.cores, here.system, here.jax, here.jaxlib),
+                 Machine(here.cpu, here.cores, here.system, here.jax, "0.0.1")]
+    config = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    for machine in elsewhere:
+        with TuningDatabase(path, machine=machine) as other:
+            other.register("f" * 64, MLP)
+            stored = other.record("f" * 64, Measurement(config, samples_ns=[100, 110]),
+                                  default_ns=200.0, noise_floor=0.01)
+            assert stored.cost == pytest.approx(0.525)
+    with TuningDatabase(path) as db:
+        assert db.lookup("f" * 64, config.key) is None
+        assert db.records("f" * 64) == [] and db.programs() == []
+
+
+def test_exports_round_trip_and_say_that_layouts_are_not_flags(tmp_path):
+    chosen = CompileConfig(
+        FlagConfig.from_dict({"xla_cpu_use_xnnpack": False, "xla_backend_optimization_level": 2,
+                              "xla_cpu_max_isa": "AVX2", "xla_disable_hlo_passes": ["cse", "fusion"]}),
+        LayoutConfig.from_dict({"e0": [0, 1]}),
+    )
+    with TuningDatabase(tmp_path / "t.sqlite") as db:
+        with pytest.raises(HlotuneError, match="not tuned"):
+            db.export("f" * 64, "json")
+        db.register("f" * 64, MLP)
+        db.decide(Decision("f" * 64, chosen, chosen, 200.0, 150.0, 0.02, "random", "all", 0.0))
+        options = db.export("f" * 64, "compiler_options")
+        flags = db.export("f" * 64, "xla_flags")
+        exported = json.loads(db.export("f" * 64, "json").text)
+    assert FlagConfig.from_dict(json.loads(options.text)) == chosen.flags
+    assert "layout" in options.note and "layout" in flags.note
+    assert "--xla_disable_hlo_passes=cse,fusion" in flags.text and "--xla_cpu_use_xnnpack=false" in flags.text
+    assert CompileConfig.from_dict(exported["config"]) == chosen
+    assert exported["speedup"] == pytest.approx(200 / 150) and exported["program"] == MLP
+
+
+def test_a_corrupt_database_file_is_a_clean_error(tmp_path):
+    path = tmp_path / "t.sqlite"
+    path.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(HlotuneError, match="not a tuning database"):
+        TuningDatabase(path)
+
+
+def _fake_cost(config: CompileConfig) -> float:
+    """A deterministic landscape: fewer disabled passes and no options is better."""
+    flags, layouts = config.flags, config.layout.layouts
+    return 1.0 + len(flags.disabled_passes) - 0.1 * len(flags.options) + 0.05 * len(layouts)
+
+
+@pytest.mark.parametrize("name", strategies.STRATEGIES)
+def test_strategies_are_deterministic_for_a_seed_and_never_repeat(name, mlp_layouts):
+    if name == "optuna":
+        pytest.importorskip("optuna")
+    def run(seed):
+        kind = "flags" if name == "exhaustive" else "all"
+        strategy = make_strategy(name, SearchSpace(kind, mlp_layouts), seed)
+        strategy.tell([Evaluation(DEFAULT_CONFIG, 1.0)])
+        asked = []
+        for _ in range(5):
+            batch = strategy.ask(4)
+            strategy.tell([Evaluation(c, _fake_cost(c)) for c in batch])
+            asked += batch
+        return asked
+
+    asked = run(0)
+    assert len(asked) == 20 and len(set(asked)) == 20 and DEFAULT_CONFIG not in asked
+    assert asked == run(0) and asked != run(1)
+
+
+def test_exhaustive_enumerates_single_changes_and_refuses_big_spaces(mlp_layouts):
+    flags = SearchSpace("flags")
+    singles = Exhaustive.around_default(flags).ask(1000)
+    assert len(singles) == flags.count_within(1) == 30
+    with pytest.raises(HlotuneError, match="evolutionary"):
+        Exhaustive.around_default(SearchSpace("all", mlp_layouts), depth=3)
+
+
+def test_the_search_space_repairs_combinations_xla_cannot_run(mlp_layouts):
+    genes = SearchSpace("all", mlp_layouts)
+    honor = genes.config({"xla_cpu_fast_math_honor_division": False})
+    assert dict(honor.flags.options)["xla_cpu_enable_fast_math"] is True
+    constrained = genes.config({"pass:algsimp": True, "layout:e0": (0, 1)})
+    assert "algsimp" not in constrained.flags.disabled_passes
+    for config in (honor, constrained):
+        assert genes.config(genes.genome(config)) == config
+
+
+def test_a_cost_model_picks_which_candidates_are_measured(mlp_layouts):
+    genes = SearchSpace("flags")
+    ranked = Evolutionary(genes, 0, ranker=lambda configs: np.array([_fake_cost(c) for c in configs]))
+    blind = Evolutionary(genes, 0)
+    for strategy in (ranked, blind):
+        strategy.tell([Evaluation(DEFAULT_CONFIG, 1.0)])
+    assert np.mean([_fake_cost(c) for c in ranked.ask(4)]) < np.mean([_fake_cost(c) for c in blind.ask(4)])
+
+    for kind in ("flags", "layout"):
+        ranker = ModelRanker(load_scorer("baseline:analytical"), mlp_layouts, kind)
+        configs = [SearchSpace(kind, mlp_layouts).random(random.Random(i)) for i in range(5)]
+        assert ranker(configs).shape == (5,)
+    with pytest.raises(HlotuneError, match="evolutionary"):
+        make_strategy("random", genes, ranker=ranker)
+
+
+def test_the_compiled_result_computes_what_the_program_does():
+    program = load_program(MLP)
+    config = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}),
+                           LayoutConfig.from_dict({"e0": [0, 1], "p1": [0, 1]}))
+    outputs = compile_config(program, config)(*program.args)
+    expected = jax.jit(program.fn)(*program.args)
+    assert jax.tree_util.tree_structure(outputs) == jax.tree_util.tree_structure(expected)
+    for got, want in zip(jax.tree_util.tree_leaves(outputs), jax.tree_util.tree_leaves(expected)):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_the_fingerprint_is_stable_and_tells_programs_apart():
+    mlp = load_program(MLP)
+    assert program_fingerprint(mlp) == program_fingerprint(load_program(MLP))
+    assert program_fingerprint(mlp) != program_fingerprint(load_program("zoo:mlp@tiny-b2"))
+
+
+def _cli(*argv: str) -> int:
+    parser = argparse.ArgumentParser(prog="hlotune")
+    commands.add_commands(parser.add_subparsers(required=True))
+    args = parser.parse_args(list(argv))
+    return args.run(args)
+
+
+def test_the_commands_tune_list_show_and_export(tmp_path, capsys):
+    db = str(tmp_path / "t.sqlite")
+    assert _cli("tune", MLP, "--budget", "3", "--batch", "2", "--db", db, "--json") == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for key in ("program", "default_ms", "best_ms", "speedup", "noise", "measurements", "resumed",
+                "best_config", "strategy"):
+        assert key in result
+    assert result["measurements"] == 3 and result["strategy"] == "evolutionary"
+
+    assert _cli("db", "list", "--db", db) == 0
+    assert MLP in capsys.readouterr().out
+    assert _cli("db", "show", result["fingerprint"][:8], "--db", db) == 0
+    assert "configs measured here" in capsys.readouterr().out
+    assert _cli("db", "export", MLP, "--format", "compiler_options", "--db", db) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert FlagConfig.from_dict(exported) == CompileConfig.from_dict(result["best_config"]).flags
+
+    with pytest.raises(HlotuneError, match="no program"):
+        _cli("db", "show", "0123", "--db", db)
+    with pytest.raises(HlotuneError, match="no tuning database"):
+        _cli("db", "list", "--db", str(tmp_path / "missing.sqlite"))
+    with pytest.raises(HlotuneError, match="budget"):
+        _cli("tune", MLP, "--budget", "0", "--db", db)
+
+
+def test_the_commands_offer_what_the_modules_implement():
+    assert commands.SPACES == space.SPACES
+    assert commands.STRATEGIES == strategies.STRATEGIES
+    assert commands.FORMATS == database.EXPORT_FORMATS

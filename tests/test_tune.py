@@ -226,7 +226,7 @@ def test_a_cost_model_picks_which_candidates_are_measured(mlp_layouts):
 
     for kind in ("flags", "layout"):
         ranker = ModelRanker(load_scorer("baseline:analytical"), mlp_layouts, kind)
-        configs = [SearchSpace(kind, mlp_layouts).random(random.Random(i)) for i in range(5)]
+        configs = [SearchSpace(kind, mlp_layouts).random_config(random.Random(i)) for i in range(5)]
         assert ranker(configs).shape == (5,)
     with pytest.raises(HlotuneError, match="evolutionary"):
         make_strategy("random", genes, ranker=ranker)

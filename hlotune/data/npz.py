@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import secrets
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
@@ -19,6 +18,7 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from hlotune.atomic import write_atomic
 from hlotune.data import schema
 from hlotune.data.sample import (
     FlagConfigs,
@@ -94,19 +94,7 @@ def write_sample(path: PathLike, sample: GraphSample) -> None:
     arrays = _from_sample(sample)
     _raise_if(validate_arrays(arrays, path))
     arrays = _canonical(arrays, sample.collection)
-    # Not named *.npz, so a Dataset scanning the folder never picks up a half-written file.
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "xb") as stream:
-            np.savez_compressed(stream, **arrays)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except OSError as err:
-        raise HlotuneError(f"{path}: cannot write ({err.strerror or err})") from err
-    finally:
-        temp.unlink(missing_ok=True)
+    write_atomic(path, lambda stream: np.savez_compressed(stream, **arrays))
 
 
 def validate_arrays(arrays: Mapping[str, np.ndarray], path: PathLike) -> list[str]:

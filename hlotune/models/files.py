@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 from pathlib import Path
 from typing import Any
 
 import safetensors.torch
 from torch import Tensor
 
+from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 
 CONFIG_FILE = "config.json"
@@ -30,8 +30,8 @@ def write_model_files(
 ) -> None:
     folder = Path(model_dir)
     document = {"format": FORMAT, "version": VERSION, "model": config}
-    write_atomic(folder / WEIGHTS_FILE, save_tensors(tensors))
-    write_atomic(folder / CONFIG_FILE, (json.dumps(document, indent=2) + "\n").encode())
+    write_bytes_atomic(folder / WEIGHTS_FILE, save_tensors(tensors))
+    write_bytes_atomic(folder / CONFIG_FILE, (json.dumps(document, indent=2) + "\n").encode())
 
 
 def read_model_files(
@@ -77,22 +77,6 @@ def read_json(path: Path) -> Any:
         raise HlotuneError(f"{path}: missing") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise HlotuneError(f"{path}: not valid JSON ({_first_line(err)})") from None
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file and a rename: readers see the old file or the new, never half."""
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(temp, "xb") as stream:
-            stream.write(data)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp, path)
-    except OSError as err:
-        raise HlotuneError(f"{path}: cannot write ({err.strerror or err})") from err
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 def _first_line(err: Exception) -> str:

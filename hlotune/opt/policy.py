@@ -37,7 +37,8 @@ from torch.nn import functional as F
 
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
-from hlotune.models.files import load_tensors, read_json, save_tensors, write_atomic
+from hlotune.atomic import write_bytes_atomic
+from hlotune.models.files import load_tensors, read_json, save_tensors
 from hlotune.models.sage import BidirectionalSAGEConv
 from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel
@@ -294,8 +295,8 @@ class GOPolicy(nn.Module):
         folder = Path(folder)
         document = {"format": FORMAT, "version": VERSION, "policy": asdict(self.config),
                     "training": training}
-        write_atomic(folder / WEIGHTS_FILE, save_tensors(self.state_dict()))
-        write_atomic(folder / CONFIG_FILE, (json.dumps(document, indent=2) + "\n").encode())
+        write_bytes_atomic(folder / WEIGHTS_FILE, save_tensors(self.state_dict()))
+        write_bytes_atomic(folder / CONFIG_FILE, (json.dumps(document, indent=2) + "\n").encode())
 
     @classmethod
     def load(cls, folder: str | Path) -> tuple[GOPolicy, dict]:

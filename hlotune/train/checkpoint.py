@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from hlotune.errors import HlotuneError
-from hlotune.models.files import load_tensors, read_json, save_tensors, write_atomic
+from hlotune.atomic import write_bytes_atomic
+from hlotune.models.files import load_tensors, read_json, save_tensors
 from hlotune.models.gnn import GraphCostModel
 from hlotune.train.log import EpochLog
 
@@ -53,8 +54,8 @@ def save_checkpoint(
 
     def fill(staging: Path) -> None:
         model.save(staging)
-        write_atomic(staging / OPTIMIZER_FILE, save_tensors(tensors))
-        write_atomic(staging / STATE_FILE, (json.dumps(document, indent=1) + "\n").encode())
+        write_bytes_atomic(staging / OPTIMIZER_FILE, save_tensors(tensors))
+        write_bytes_atomic(staging / STATE_FILE, (json.dumps(document, indent=1) + "\n").encode())
 
     replace_folder(folder, fill)
 

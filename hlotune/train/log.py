@@ -11,7 +11,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from hlotune.models.files import write_atomic
+from hlotune.atomic import write_bytes_atomic
 
 
 @dataclass
@@ -30,7 +30,7 @@ def write_csv(path: Path, history: list[EpochLog]) -> None:
     writer.writerow(f.name for f in fields(EpochLog))
     for row in history:
         writer.writerow("" if value is None else value for value in astuple(row))
-    write_atomic(path, text.getvalue().encode())
+    write_bytes_atomic(path, text.getvalue().encode())
 
 
 def plot_curves(path: Path, history: list[EpochLog]) -> None:
@@ -54,4 +54,4 @@ def plot_curves(path: Path, history: list[EpochLog]) -> None:
         axes.xaxis.set_major_locator(MaxNLocator(integer=True))
     buffer = io.BytesIO()
     FigureCanvasAgg(figure).print_png(buffer)
-    write_atomic(path, buffer.getvalue())
+    write_bytes_atomic(path, buffer.getvalue())

@@ -100,7 +100,7 @@ class SearchSpace:
             raise HlotuneError(f"{outside[0]} is not part of the {self.kind} search space")
         return genome
 
-    def random(self, rng: random.Random, rate: float = 0.25) -> CompileConfig:
+    def random_config(self, rng: random.Random, rate: float = 0.25) -> CompileConfig:
         """Each gene moves to a random non-default value with probability `rate` (fast-math
         sub-options only when fast math moved, so they do not force it on most of the time)."""
         genome: Genome = {}

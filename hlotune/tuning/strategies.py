@@ -75,7 +75,7 @@ class RandomSearch(Strategy):
         for _ in range(100 * n):
             if len(configs) == n:
                 break
-            config = self._space.random(self._rng)
+            config = self._space.random_config(self._rng)
             if self._fresh(config):
                 configs.append(config)
         return configs
@@ -144,7 +144,7 @@ class Evolutionary(Strategy):
         for _ in range(50 * wanted):
             if len(candidates) == wanted:
                 break
-            config = self._child(parents) if evolve else self._space.random(self._rng)
+            config = self._child(parents) if evolve else self._space.random_config(self._rng)
             if config not in self._asked:
                 candidates[config] = None
         chosen = list(candidates)

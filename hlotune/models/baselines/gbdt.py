@@ -26,7 +26,8 @@ from hlotune.data.sample import COLLECTIONS, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.evaluate import target_runtimes
 from hlotune.models.baselines.features import feature_matrix, feature_names
-from hlotune.models.files import read_json, write_atomic
+from hlotune.atomic import write_bytes_atomic
+from hlotune.models.files import read_json
 
 MODEL_FILE, FEATURES_FILE = "model.txt", "features.json"
 FORMAT, VERSION = "hlotune-gbdt", 1
@@ -115,8 +116,8 @@ class GbdtBaseline:
             "flag_names": list(self.flag_names),
             "feature_names": feature_names(self.collection, self.flag_names),
         }
-        write_atomic(folder / MODEL_FILE, self.booster.model_to_string().encode())
-        write_atomic(folder / FEATURES_FILE, (json.dumps(document, indent=2) + "\n").encode())
+        write_bytes_atomic(folder / MODEL_FILE, self.booster.model_to_string().encode())
+        write_bytes_atomic(folder / FEATURES_FILE, (json.dumps(document, indent=2) + "\n").encode())
 
     @classmethod
     def load(cls, folder: str | os.PathLike[str]) -> GbdtBaseline:

@@ -71,6 +71,8 @@ def write_datacard() -> None:
         f"{SAMPLES} samples each (rounds x repeats), default replicas in every batch.",
         "Splits by architecture family: " + "; ".join(f"{s}: {', '.join(f)}" for s, f in SPLITS.items()) + ".",
         f"Variants of each family: {', '.join(VARIANTS)}.",
+        "Failed configs (not in the npz, listed with their reason in each program's JSON): "
+        "rejected by XLA, crashed it, or gave outputs other than the default's.",
         "",
     ]
     machine = None
@@ -98,7 +100,7 @@ def write_datacard() -> None:
             "",
         ]
     if machine:
-        lines[2:2] = ["", "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + "."]
+        lines.insert(3, "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".")
     (ROOT / "DATACARD.md").write_text("\n".join(lines) + "\n")
 
 

@@ -41,15 +41,20 @@ def read_model_files(
     folder = Path(model_dir)
     if not folder.is_dir():
         raise HlotuneError(f"{folder}: no such model folder")
-    document = read_json(folder / CONFIG_FILE)
-    if not isinstance(document, dict) or document.get("format") != FORMAT:
-        raise HlotuneError(f"{folder / CONFIG_FILE}: not an hlotune model config")
-    if document.get("version") != VERSION:
-        raise HlotuneError(
-            f"{folder / CONFIG_FILE}: model format version {document.get('version')!r}, "
-            f"this hlotune reads version {VERSION}"
-        )
+    document = read_document(folder / CONFIG_FILE, FORMAT, VERSION, "model config")
     return document.get("model"), load_tensors(folder / WEIGHTS_FILE)
+
+
+def read_document(path: Path, format: str, version: int, what: str) -> dict[str, Any]:
+    """The config.json of a saved network, checked for its format marker and version."""
+    document = read_json(path)
+    if not isinstance(document, dict) or document.get("format") != format:
+        raise HlotuneError(f"{path}: not an hlotune {what}")
+    if document.get("version") != version:
+        raise HlotuneError(
+            f"{path}: format version {document.get('version')!r}, this hlotune reads {version}"
+        )
+    return document
 
 
 def save_tensors(tensors: dict[str, Tensor]) -> bytes:

@@ -38,7 +38,7 @@ from torch.nn import functional as F
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.atomic import write_bytes_atomic
-from hlotune.models.files import load_tensors, read_json, save_tensors
+from hlotune.models.files import CONFIG_FILE, load_tensors, read_document, save_tensors
 from hlotune.models.sage import BidirectionalSAGEConv
 from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel
@@ -50,7 +50,6 @@ TASKS = ("place", "schedule", "fuse")
 INPUT_FEATURES = (*NODE_FEATURES, "topological_position")
 DEVICE_FEATURES = ("log_relative_flops", "log_relative_mem_bandwidth", "log_relative_memory")
 
-CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "policy.safetensors"
 FORMAT = "hlotune-go-policy"
 VERSION = 1
@@ -304,12 +303,7 @@ class GOPolicy(nn.Module):
         folder = Path(folder)
         if not folder.is_dir():
             raise HlotuneError(f"{folder}: no such policy folder")
-        document = read_json(folder / CONFIG_FILE)
-        if not isinstance(document, dict) or document.get("format") != FORMAT:
-            raise HlotuneError(f"{folder / CONFIG_FILE}: not an hlotune GO policy")
-        if document.get("version") != VERSION:
-            raise HlotuneError(f"{folder / CONFIG_FILE}: policy format version "
-                               f"{document.get('version')!r}, this hlotune reads {VERSION}")
+        document = read_document(folder / CONFIG_FILE, FORMAT, VERSION, "GO policy")
         known = {f.name for f in fields(PolicyConfig)}
         settings = document.get("policy")
         if not isinstance(settings, dict) or set(settings) - known:

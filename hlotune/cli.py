@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_evaluate(commands)
     _add_predict(commands)
     _add_zoo(commands)
+    _add_bench(commands)
     add_opt_commands(commands)
     add_tune_commands(commands)
     return parser
@@ -143,6 +144,23 @@ def _add_train(commands) -> None:
     train.add_argument("--attention", action="store_true", help="cross-config attention")
     train.add_argument("--prune-hops", type=int,
                        help="layout: propagate configs only within this many hops")
+    train.add_argument("--collapse-chains", action="store_true",
+                       help="collapse chains of nodes with one operand, one user and no config "
+                       "(kept in the model: eval and predict collapse too)")
+    train.add_argument("--drop-duplicate-configs", action="store_true",
+                       help="keep identical configs of a graph once (the median runtime one)")
+    train.add_argument("--graphs-per-step", type=int, default=1,
+                       help="graphs per optimizer step (per process under torchrun)")
+    gst = train.add_argument_group(
+        "graph segment training", "Train on segments of about --segment-size nodes (docs/scale.md)"
+    )
+    gst.add_argument("--segment-size", type=int, metavar="N", help="nodes per segment: turns GST on")
+    gst.add_argument("--segments-sampled", type=int, metavar="K",
+                     help="segments backpropagated per step (default 1)")
+    gst.add_argument("--partition", choices=("metis", "node_splits", "topological"),
+                     help="how to cut a graph into segments (default metis)")
+    gst.add_argument("--segment-dropout", type=float, metavar="P",
+                     help="drop stale segment embeddings with probability P (default 0)")
     train.add_argument("--resume", action="store_true", help="continue the run in OUT")
     train.set_defaults(run=_train)
 
@@ -189,6 +207,47 @@ def _add_zoo(commands) -> None:
     )
     zoo_list.add_argument("--json", action="store_true", help="one JSON object per workload")
     zoo_list.set_defaults(run=_zoo_list)
+
+
+def _add_bench(commands) -> None:
+    bench = commands.add_parser("bench", help="benchmarks of hlotune itself")
+    bench_commands = bench.add_subparsers(title="benchmarks", required=True, metavar="BENCH")
+    scale = bench_commands.add_parser(
+        "scale", help="training memory and time on one graph of N nodes",
+        description="Build a graph of N nodes from real zoo programs' HLO (layout-like configs, "
+        "synthetic runtimes), train a few steps on it whole (full) or by graph segment "
+        "training (gst), and report nodes, edges, mode, peak_rss_mb, step_s and configs. "
+        "Run each size in a fresh process: peak RSS is the process's.",
+    )
+    scale.add_argument("--nodes", type=int, required=True, metavar="N")
+    scale.add_argument("--mode", choices=("gst", "full"), required=True)
+    scale.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
+    scale.add_argument("--configs", type=int, default=4, help="configs per step (default 4)")
+    scale.add_argument("--segment-size", type=int, default=20_000, help="gst (default 20000)")
+    scale.add_argument("--segments-sampled", type=int, default=1, help="gst (default 1)")
+    scale.add_argument("--max-rss-mb", type=float, help="stop (exit 2) past this RSS")
+    scale.add_argument("--cache", type=Path, metavar="DIR", help="keep the built graphs here")
+    scale.add_argument("--json", action="store_true", help="print one JSON object last")
+    scale.set_defaults(run=_bench_scale)
+
+
+def _bench_scale(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from hlotune.bench.scale import ScaleSettings, run
+
+    result = run(ScaleSettings(
+        nodes=args.nodes, mode=args.mode, steps=args.steps, configs=args.configs,
+        segment_size=args.segment_size, segments_sampled=args.segments_sampled,
+        max_rss_mb=args.max_rss_mb, cache=args.cache,
+    ))
+    if args.json:
+        print(json.dumps(asdict(result)))
+    else:
+        print(f"{result.nodes:,} nodes, {result.edges:,} edges, {result.mode}: peak RSS "
+              f"{result.peak_rss_mb:,.0f} MB, {result.step_s:.2f} s/step "
+              f"({result.configs} configs per step, synthetic runtimes)")
+    return 0
 
 
 def _featurize(args: argparse.Namespace) -> int:
@@ -259,17 +318,38 @@ def _train(args: argparse.Namespace) -> int:
     model_config = ModelConfig(
         hidden_dim=args.hidden, num_layers=args.layers, join=args.join,
         cross_config_attention=args.attention, prune_hops=args.prune_hops,
+        collapse_chains=args.collapse_chains,
     )
     result = train(
         args.data, args.valid, args.out, epochs=args.epochs, loss=args.loss, seed=args.seed,
         configs_per_batch=args.configs_per_batch, lr=args.lr, model_config=model_config,
-        resume=args.resume,
+        graphs_per_step=args.graphs_per_step, drop_duplicate_configs=args.drop_duplicate_configs,
+        gst=_gst_settings(args), resume=args.resume,
     )
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
+        return 0
     best = f"best epoch {result.best_epoch}" + (
         f" (valid {result.best_value:.3f})" if result.best_value is not None else "")
     print(f"trained {result.epochs_run} epochs, {best}"
           + (", stopped early" if result.stopped_early else "") + f" -> {result.model_dir}")
     return 0
+
+
+def _gst_settings(args: argparse.Namespace):
+    from hlotune.train.gst import GSTSettings
+
+    given = {
+        "segments_sampled": args.segments_sampled,
+        "partition": args.partition,
+        "dropout": args.segment_dropout,
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    if args.segment_size is None:
+        if given:
+            raise HlotuneError("--segments-sampled, --partition and --segment-dropout need "
+                               "--segment-size")
+        return None
+    return GSTSettings(args.segment_size, **given)
 
 
 def _eval(args: argparse.Namespace) -> int:

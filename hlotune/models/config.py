@@ -28,6 +28,8 @@ class ModelConfig:
     once per graph. Layout configs belong to nodes and always join at the configurable nodes.
     `prune_hops` (layout): propagate the config-dependent part only within that many hops of the
     configurable nodes; with prune_hops >= num_layers this is exact, below it an approximation.
+    `collapse_chains`: the model reads graphs with their chains of plain nodes collapsed
+    (`compress.py`), in training and inference alike.
     """
 
     collection: str | None = None
@@ -41,6 +43,7 @@ class ModelConfig:
     cross_config_attention: bool = False
     attention_heads: int = 4
     prune_hops: int | None = None
+    collapse_chains: bool = False
     dropout: float = 0.0
 
     def __post_init__(self) -> None:
@@ -134,6 +137,7 @@ _TYPE_CHECKS = {
     "config_feat_names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
     "join": lambda v: isinstance(v, str),
     "cross_config_attention": lambda v: isinstance(v, bool),
+    "collapse_chains": lambda v: isinstance(v, bool),
     "prune_hops": lambda v: v is None or _is_int(v),
     "dropout": _is_number,
 }

@@ -101,8 +101,7 @@ class GraphCostModel(nn.Module):
 
     def encode_graph(self, graph: GraphInputs) -> GraphContext:
         n = graph.num_nodes
-        opcodes = self.opcode_embedding(graph.node_opcode)
-        nodes = self.node_encoder(torch.cat((opcodes, self.node_norm(graph.node_feat)), dim=-1))
+        nodes = self._encode_nodes(graph)
         if self.late_join:
             for conv in self.convs:
                 nodes = conv(nodes, graph.edge_index)
@@ -141,14 +140,40 @@ class GraphCostModel(nn.Module):
     def score(self, context: GraphContext, configs: Tensor) -> Tensor:
         """Scores `(C,)` of C configs against a graph's `encode_graph` context."""
         if self.late_join:
+            return self._head(context.pooled, configs)
+        x = self._join(context, configs)
+        outside = context.outside or [None] * len(self.convs)
+        for conv, messages in zip(self.convs, outside):
+            x = conv(x, context.edge_index, messages)
+        return self._head(_readout(x.sum(dim=-2) + context.outside_sum, context.num_nodes), configs)
+
+    def segment_sum(self, segment: GraphInputs, configs: Tensor) -> Tensor:
+        """Sum of the final node states of one GST segment run on its own (edges leaving it cut):
+        `(C, H)` for its slice of the config batch, or `(1, H)` when no config reaches it (late
+        join, or a layout segment without configurable nodes), which then runs once, not C times.
+        """
+        x = self._encode_nodes(segment)
+        ids = segment.node_config_ids
+        if not self.late_join and (ids is None or ids.numel()):
+            x = self._join(GraphContext(segment.num_nodes, nodes=x, config_nodes=ids), configs)
+        for conv in self.convs:
+            x = conv(x, segment.edge_index)
+        return x.sum(dim=-2).reshape(-1, x.shape[-1])
+
+    def score_segments(self, total: Tensor, num_nodes: int, configs: Tensor) -> Tensor:
+        """Scores `(C,)` from the segments' summed `segment_sum`s over a graph of `num_nodes`:
+        the same readout as `score`, so a segmentation that cuts no edge gives the same scores."""
+        return self._head(_readout(total.expand(len(configs), -1), num_nodes), configs)
+
+    def _encode_nodes(self, graph: GraphInputs) -> Tensor:
+        opcodes = self.opcode_embedding(graph.node_opcode)
+        return self.node_encoder(torch.cat((opcodes, self.node_norm(graph.node_feat)), dim=-1))
+
+    def _head(self, features: Tensor, configs: Tensor) -> Tensor:
+        """Pooled `(C or 1, 2H)` readout -> scores `(C,)`; late join adds the configs here."""
+        if self.late_join:
             encoded = self.config_encoder(self.config_norm(configs))
-            features = torch.cat((context.pooled.expand(len(configs), -1), encoded), dim=-1)
-        else:
-            x = self._join(context, configs)
-            outside = context.outside or [None] * len(self.convs)
-            for conv, messages in zip(self.convs, outside):
-                x = conv(x, context.edge_index, messages)
-            features = _readout(x.sum(dim=-2) + context.outside_sum, context.num_nodes)
+            features = torch.cat((features.expand(len(configs), -1), encoded), dim=-1)
         embedded = self.embed(features)
         if self.attention is not None:
             embedded = self.attention(embedded)

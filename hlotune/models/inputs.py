@@ -17,6 +17,7 @@ from torch import Tensor
 from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
+from hlotune.models.compress import collapse_chains
 from hlotune.models.config import LAYOUT_CONFIG_DIM, ModelConfig
 
 
@@ -41,6 +42,8 @@ def graph_inputs(
     sample: GraphSample, config: ModelConfig, device: torch.device | str
 ) -> GraphInputs:
     check_compatible(sample, config)
+    if config.collapse_chains:
+        sample = collapse_chains(sample)
     graph = sample.graph
     largest = int(graph.node_opcode.max()) if graph.num_nodes else 0
     if largest >= NUM_OPCODES:

@@ -2,6 +2,7 @@
 
 from hlotune.train.log import EpochLog
 from hlotune.train.losses import LOSSES, CombinedLoss
+from hlotune.train.gst import GSTSettings
 from hlotune.train.trainer import TrainResult, TrainSettings, train
 from hlotune.train.validate import validate
 
@@ -9,6 +10,7 @@ __all__ = [
     "LOSSES",
     "CombinedLoss",
     "EpochLog",
+    "GSTSettings",
     "TrainResult",
     "TrainSettings",
     "train",

@@ -1,8 +1,10 @@
 """Training a GraphCostModel on folders of TpuGraphs-format graphs.
 
-Each step takes one graph and `configs_per_batch` of its measured configs: ranking is learned
-between configs of the same graph (runtimes of different graphs are not comparable), and the
-graph's config-independent work is shared by the whole batch. AdamW with gradient clipping and
+Each step takes `graphs_per_step` graphs (one by default) and `configs_per_batch` measured
+configs of each: ranking is learned between configs of the same graph (runtimes of different
+graphs are not comparable), and a graph's config-independent work is shared by its batch.
+Large graphs can train by Graph Segment Training (`gst`, see gst.py), and under torchrun the
+step's graphs are spread over the processes (distributed.py). AdamW with gradient clipping and
 a cosine learning rate; after each epoch the model is validated (Kendall tau, OPA), the best one
 is kept in `out_dir/model/`, and a checkpoint is written so that `resume=True` continues the
 run. Every epoch reseeds from (seed, epoch), so a run is reproducible on CPU and a resumed run
@@ -16,12 +18,13 @@ matches an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import os
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -31,11 +34,15 @@ from tqdm import tqdm
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
+from hlotune.models.compress import drop_duplicate_configs
 from hlotune.models.config import ModelConfig
 from hlotune.models.gnn import GraphCostModel
 from hlotune.models.inputs import check_compatible, config_inputs, data_fields, graph_inputs
 from hlotune.models.normalizer import fit_feature_stats
+from hlotune.train import distributed
 from hlotune.train.checkpoint import TrainerState, load_checkpoint, replace_folder, save_checkpoint
+from hlotune.train.distributed import Group
+from hlotune.train.gst import GSTSettings, SegmentTraining
 from hlotune.train.log import EpochLog, plot_curves, write_csv
 from hlotune.train.losses import CombinedLoss
 from hlotune.train.targets import log_targets, measured
@@ -64,12 +71,16 @@ class TrainSettings:
     patience: int  # epochs without a better validation score before stopping
     monitor: str  # the validation metric early stopping and the best model follow
     valid_max_configs: int | None
+    graphs_per_step: int = 1  # per process; a step of K processes takes K times as many
+    drop_duplicate_configs: bool = False  # see hlotune.models.compress
+    gst: GSTSettings | None = None  # Graph Segment Training; None trains on whole graphs
 
     def __post_init__(self) -> None:
         CombinedLoss.parse(self.loss)
         if self.monitor not in MONITORS:
             raise HlotuneError(f"monitor must be kendall_tau or opa, got {self.monitor!r}")
-        for name in ("epochs", "configs_per_batch", "patience", "valid_max_configs"):
+        positive = ("epochs", "configs_per_batch", "patience", "valid_max_configs")
+        for name in positive + ("graphs_per_step",):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise HlotuneError(f"{name} must be at least 1, got {value}")
@@ -102,6 +113,9 @@ def train(
     patience: int = 5,
     monitor: str = "kendall_tau",
     valid_max_configs: int | None = 1000,
+    graphs_per_step: int = 1,
+    drop_duplicate_configs: bool = False,
+    gst: GSTSettings | None = None,
     model_config: ModelConfig | None = None,
     resume: bool = False,
     progress: bool = True,
@@ -113,18 +127,39 @@ def train(
     epoch is the best and training never stops early. `resume=True` continues the run in
     `out_dir`, with the same settings except `epochs` (more epochs also stretch the cosine
     schedule) and `patience`; without it `out_dir` must not hold a run already. A run that
-    stopped early stays stopped. Unlabelled graphs are skipped.
+    stopped early stays stopped. Unlabelled graphs are skipped. Under torchrun this process is
+    one of several data-parallel trainers (distributed.py).
     """
     settings = TrainSettings(
         epochs, loss, seed, configs_per_batch, lr, weight_decay, clip_norm, patience, monitor,
-        valid_max_configs,
+        valid_max_configs, graphs_per_step, drop_duplicate_configs, gst,
     )
-    loss_fn = CombinedLoss.parse(loss)
+    group = distributed.join()
+    try:
+        return _train(train_dirs, valid_dir, Path(out_dir), settings, model_config, resume,
+                      progress and group.is_main, group)
+    finally:
+        distributed.leave(group)
+
+
+def _train(
+    train_dirs: PathLike | Sequence[PathLike],
+    valid_dir: PathLike | None,
+    out: Path,
+    settings: TrainSettings,
+    model_config: ModelConfig | None,
+    resume: bool,
+    progress: bool,
+    group: Group,
+) -> TrainResult:
+    epochs, seed, monitor, patience = (
+        settings.epochs, settings.seed, settings.monitor, settings.patience
+    )
+    loss_fn = CombinedLoss.parse(settings.loss)
     dirs = [train_dirs] if isinstance(train_dirs, (str, os.PathLike)) else list(train_dirs)
     train_sets = [Dataset(folder) for folder in dirs]
     valid_set = None if valid_dir is None else Dataset(valid_dir)
-    out = Path(out_dir)
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    device = distributed.device(group)
 
     if resume:
         model, optimizer_state, state = load_checkpoint(out / CHECKPOINT_DIR, device)
@@ -144,16 +179,25 @@ def train(
             f"{valid_set.root}: {valid_set.collection} graphs, "
             f"training on {model.config.collection}"
         )
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+    )
     if optimizer_state is not None:
         optimizer.load_state_dict(optimizer_state)
+    step = _Step(model, None if settings.gst is None else SegmentTraining(settings.gst))
+    wrapped = distributed.wrap(step, group, unused=settings.gst is not None)
+    run = _Run(wrapped, optimizer, loss_fn, train_sets,
+               _labelled_files(train_sets), settings, group)
 
     while state.epoch < epochs and not state.stopped_early:
         started = time.perf_counter()
-        train_loss = _train_epoch(model, optimizer, loss_fn, train_sets, state, settings, progress)
+        train_loss = distributed.mean(_train_epoch(run, state, progress), group)
+        if not group.is_main:  # rank 0 validates and saves, then tells the others
+            state = distributed.from_main(None, group)
+            continue
         summary = None
         if valid_set is not None:
-            summary = validate(model, valid_set, max_configs=valid_max_configs)
+            summary = validate(model, valid_set, max_configs=settings.valid_max_configs)
         state.epoch += 1
         state.history.append(EpochLog(
             epoch=state.epoch,
@@ -168,6 +212,7 @@ def train(
         save_checkpoint(out / CHECKPOINT_DIR, model, optimizer, state)
         write_csv(out / LOG_FILE, state.history)
         plot_curves(out / PLOT_FILE, state.history)
+        distributed.from_main(state, group)
     return TrainResult(
         model_dir=out / MODEL_DIR,
         epochs_run=state.epoch,
@@ -202,49 +247,116 @@ def _labelled(train_sets: list[Dataset]) -> Iterator[GraphSample]:
     return (sample for dataset in train_sets for sample in dataset if sample.labelled)
 
 
-def _train_epoch(
-    model: GraphCostModel,
-    optimizer: torch.optim.Optimizer,
-    loss_fn: CombinedLoss,
-    train_sets: list[Dataset],
-    state: TrainerState,
-    settings: TrainSettings,
-    progress: bool,
-) -> float:
-    """One pass over the training graphs in a (seed, epoch)-shuffled order; the mean step loss."""
+def _labelled_files(train_sets: list[Dataset]) -> list[tuple[int, int]]:
+    """(dataset, index) of every labelled graph: the files an epoch shuffles and shares out."""
+    return [
+        (d, i) for d, dataset in enumerate(train_sets) for i, sample in enumerate(dataset)
+        if sample.labelled
+    ]
+
+
+class _Step(torch.nn.Module):
+    """Scores of one graph's config batch: whole-graph or GST. A module so DDP can wrap it (DDP
+    syncs the gradients of what runs through its forward)."""
+
+    def __init__(self, model: GraphCostModel, gst: SegmentTraining | None) -> None:
+        super().__init__()
+        self.model, self.gst = model, gst
+
+    def forward(
+        self,
+        key: tuple[int, int],
+        sample: GraphSample,
+        picked: np.ndarray,
+        rng: np.random.Generator,
+    ) -> torch.Tensor:
+        device = self.model.device
+        graph = graph_inputs(sample, self.model.config, device)
+        configs = config_inputs(sample, picked, device)
+        if self.gst is None:
+            return self.model(graph, configs)
+        return self.gst.scores(self.model, key, sample, graph, configs, picked, rng)
+
+
+@dataclass
+class _Run:
+    """What every epoch of a run uses."""
+
+    step: torch.nn.Module  # _Step, DDP-wrapped in a group
+    optimizer: torch.optim.Optimizer
+    loss_fn: CombinedLoss
+    train_sets: list[Dataset]
+    files: list[tuple[int, int]]  # labelled graphs
+    settings: TrainSettings
+    group: Group
+
+    @property
+    def graphs_per_step(self) -> int:
+        """Over all processes."""
+        return self.settings.graphs_per_step * self.group.world
+
+
+def _train_epoch(run: _Run, state: TrainerState, progress: bool) -> float:
+    """One pass over the training graphs in a (seed, epoch)-shuffled order; the mean graph loss.
+
+    Step j takes the next `run.graphs_per_step` graphs of the order, this process its own share.
+    The last step is padded from the start of the order with zero-weight graphs, so that every
+    process runs the same number of passes, and each graph draws from its own (seed, epoch,
+    position) generator: the same work whichever process does it.
+    """
+    settings, files = run.settings, run.files
     epoch = state.epoch + 1
     rng = np.random.default_rng([settings.seed, epoch])
     torch.manual_seed(int(rng.integers(2**62)))  # dropout
-    files = [(d, i) for d, dataset in enumerate(train_sets) for i in range(len(dataset))]
-    total_steps = settings.epochs * state.steps_per_epoch
-    device = model.device
-    model.train()
+    order = rng.permutation(len(files))
+    steps = math.ceil(len(files) / run.graphs_per_step)
+    total_steps = settings.epochs * math.ceil(state.steps_per_epoch / run.graphs_per_step)
+    run.step.train()
     losses = []
     description = f"epoch {epoch}/{settings.epochs}"
-    with tqdm(total=state.steps_per_epoch, desc=description, disable=not progress) as bar:
-        for position in rng.permutation(len(files)):
-            d, i = files[position]
-            sample = train_sets[d][i]
-            if not sample.labelled:
-                continue
-            candidates = measured(sample)
-            size = min(settings.configs_per_batch, len(candidates))
-            picked = rng.choice(candidates, size=size, replace=False)
-            graph = graph_inputs(sample, model.config, device)
-            scores = model(graph, config_inputs(sample, picked, device))
-            targets = torch.as_tensor(log_targets(sample)[picked], device=device)
-            loss = loss_fn(scores, targets)
-            for group in optimizer.param_groups:
+    with tqdm(total=steps, desc=description, disable=not progress) as bar:
+        for j in range(steps):
+            for group in run.optimizer.param_groups:
                 group["lr"] = _cosine(settings.lr, state.step, total_steps)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), settings.clip_norm)
-            optimizer.step()
+            run.optimizer.zero_grad(set_to_none=True)
+            first = j * run.graphs_per_step + run.group.rank * settings.graphs_per_step
+            for k in range(settings.graphs_per_step):
+                position = first + k
+                last = k == settings.graphs_per_step - 1
+                with contextlib.nullcontext() if last else _no_sync(run.step):
+                    loss = _graph_loss(run, files[order[position % len(files)]], [
+                        settings.seed, epoch, position])
+                    weight = 1.0 / settings.graphs_per_step if position < len(files) else 0.0
+                    (loss * weight).backward()
+                if weight:
+                    losses.append(loss.item())
+            torch.nn.utils.clip_grad_norm_(run.step.parameters(), settings.clip_norm)
+            run.optimizer.step()
             state.step += 1
-            losses.append(loss.item())
             bar.update()
-            bar.set_postfix(loss=f"{losses[-1]:.4g}")
+            if losses:
+                bar.set_postfix(loss=f"{losses[-1]:.4g}")
     return float(np.mean(losses)) if losses else math.nan
+
+
+def _graph_loss(run: _Run, file: tuple[int, int], seed: list[int]) -> torch.Tensor:
+    """The loss on `configs_per_batch` random measured configs of one graph."""
+    d, i = file
+    sample = run.train_sets[d][i]
+    if run.settings.drop_duplicate_configs:
+        sample = drop_duplicate_configs(sample)
+    rng = np.random.default_rng(seed)
+    candidates = measured(sample)
+    size = min(run.settings.configs_per_batch, len(candidates))
+    picked = rng.choice(candidates, size=size, replace=False)
+    scores = run.step(file, sample, picked, rng)
+    targets = torch.as_tensor(log_targets(sample)[picked], device=scores.device)
+    return run.loss_fn(scores, targets)
+
+
+def _no_sync(step: torch.nn.Module) -> contextlib.AbstractContextManager:
+    """DDP all-reduces at a process's last backward of a step only."""
+    return step.no_sync() if hasattr(step, "no_sync") else contextlib.nullcontext()
 
 
 def _cosine(peak: float, step: int, total: int) -> float:
@@ -269,9 +381,10 @@ def _check_resumable(
     model_config: ModelConfig | None,
     saved: ModelConfig,
 ) -> None:
+    defaults = {f.name: f.default for f in fields(TrainSettings)}  # of settings added later
     changed = [
         name for name, value in asdict(settings).items()
-        if name not in RESUMABLE and state.settings.get(name) != value
+        if name not in RESUMABLE and state.settings.get(name, defaults[name]) != value
     ]
     if changed:
         raise HlotuneError(

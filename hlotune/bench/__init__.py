@@ -1,0 +1,1 @@
+"""Benchmarks run from the `hlotune bench` command."""

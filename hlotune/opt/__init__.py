@@ -3,5 +3,7 @@ an environment for RL policies, and the heuristic baselines they are compared wi
 
 device.py: the machine; costs.py: the op graph and its roofline costs; simulator.py: one step
 on the machine; env.py: the gymnasium environment; baselines.py: placement, scheduling and fusion
-heuristics.
+heuristics; policy.py and ppo.py: GO's policy and its training; report.py: the results table;
+commands.py: `hlotune opt`; graphs/: GO-scale JAX graphs (`go:` specs); pretrained/: the shipped
+policy.
 """

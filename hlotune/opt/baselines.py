@@ -75,8 +75,8 @@ def hdp_placement(
     against the batch's mean reward. Budget: iterations * samples simulations (160 by default),
     far below HDP's; it returns the best placement it sampled (the default placement, all on
     device 0, if none beat it)."""
-    num_groups = max(1, min(groups, graph.num_ops // _MIN_GROUP_OPS))
-    group = _metis_parts(graph, graph.seconds(devices).mean(axis=1), num_groups, seed, None)
+    group = metis_groups(graph, devices, groups, seed=seed)
+    num_groups = int(group.max(initial=0)) + 1
     rng = np.random.default_rng(seed)
     default = simulate(graph, devices)
     baseline = default.step_time_s
@@ -96,6 +96,13 @@ def hdp_placement(
         onehot = np.eye(devices.num_devices)[choices]  # (samples, groups, devices)
         logits += learning_rate * np.einsum("s,sgd->gd", advantage, onehot - probs) / samples
     return best
+
+
+def metis_groups(graph: OpGraph, devices: DeviceModel, groups: int, *, seed: int = 0) -> np.ndarray:
+    """A group per op: METIS into at most `groups` parts of balanced cost and few tensor bytes
+    cut, with at least _MIN_GROUP_OPS ops each (HDP's grouper; GO's placement unit)."""
+    num_groups = max(1, min(groups, graph.num_ops // _MIN_GROUP_OPS))
+    return _metis_parts(graph, graph.seconds(devices).mean(axis=1), num_groups, seed, None)
 
 
 def heft_priorities(

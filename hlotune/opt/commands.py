@@ -6,10 +6,12 @@
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
 hlotune.opt.device); every step time printed is the simulator's, not a measurement.
 
-Without --policy, a fresh policy is trained on the graph itself first, for --iterations PPO
-iterations (DEFAULT_ITERATIONS by default: 5 to 15 s for zoo graphs of 170 to 750 ops on one
-CPU thread), and that training counts in the reported search time. With --policy the policy is
-applied zero-shot, or fine-tuned on the graph for --iterations first.
+`--policy pretrained` is the policy shipped in hlotune/opt/pretrained/ (trained on zoo and GO
+graphs for 2, 4 and 8 devices and every task: see its config.json); a folder of that name is
+`--policy ./pretrained`. Without --policy, a fresh policy is trained on the graph itself first,
+for --iterations PPO iterations (DEFAULT_ITERATIONS by default: 5 to 15 s for zoo graphs of 170
+to 750 ops on one CPU thread), and that training counts in the reported search time. With
+--policy the policy is applied zero-shot, or fine-tuned on the graph for --iterations first.
 
 With --json the last line is one JSON object per graph: {"graph", "devices", "tasks",
 "simulated": true, "results": {policy, human, metis, hdp, random: step seconds or null},
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
 
 DEFAULT_ITERATIONS = 100
 DEFAULT_SAMPLES = 64
+PRETRAINED = "pretrained"
+PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 
 
 def add_commands(subparsers) -> None:
@@ -60,8 +64,9 @@ def add_commands(subparsers) -> None:
                              help="zoo:NAME[@VARIANT], file.py:FACTORY, HLO text or a .pb")
         command.add_argument("--devices", type=int, required=True, metavar="N",
                              help="simulated identical devices (DeviceModel.uniform)")
-        command.add_argument("--policy", type=Path, metavar="DIR",
-                             help="a trained policy (default: train one on this graph first)")
+        command.add_argument("--policy", type=policy_folder, metavar="DIR",
+                             help=f"a trained policy, or {PRETRAINED!r} for the shipped one "
+                             "(default: train one on this graph first)")
         command.add_argument("--iterations", type=int, metavar="I",
                              help="PPO iterations on this graph before the search (default "
                              f"{DEFAULT_ITERATIONS} without --policy, 0 with it)")
@@ -175,20 +180,26 @@ def train_policy(args: argparse.Namespace) -> int:
 
 
 def load_graphs(source: str) -> list[tuple[str, OpGraph]]:
-    """(name, op graph) of each module in a program spec, HLO text file or .pb."""
+    """(name, op graph) of each module in a program spec (zoo:, go: or file.py:FACTORY), HLO
+    text file or .pb."""
     from hlotune.hlo.sources import from_jax, read_file
     from hlotune.opt.costs import op_graph
-    from hlotune.program import ZOO_PREFIX, load_program
+    from hlotune.opt.graphs import GO_PREFIX, load_go_program
+    from hlotune.program import is_program_spec, load_program
 
-    path, sep, factory = source.rpartition(":")
-    if source.startswith(ZOO_PREFIX) or (sep and factory and path.endswith(".py")):
-        program = load_program(source)
+    if source.startswith(GO_PREFIX) or is_program_spec(source):
+        program = (load_go_program if source.startswith(GO_PREFIX) else load_program)(source)
         graph = op_graph(from_jax(program.fn, *program.args, name=program.name))
         return [(program.name, graph)]
     records = read_file(source)[1]
     if len(records) == 1:
         return [(Path(source).name, op_graph(records[0].graph))]
     return [(record.graph.name, op_graph(record.graph)) for record in records]
+
+
+def policy_folder(text: str) -> Path:
+    """--policy's folder: the shipped policy for PRETRAINED, else the path given."""
+    return PRETRAINED_DIR if text == PRETRAINED else Path(text)
 
 
 def _check_devices(counts: list[int]) -> None:

@@ -83,7 +83,7 @@ def simulate(
     if fuse is None:
         fused = np.zeros(n, dtype=bool)
     else:
-        fused = _honoured_fusion(graph, place, _per_op(fuse, n, "fuse") != 0)
+        fused = honoured_fusion(graph, place, _per_op(fuse, n, "fuse") != 0)
     groups = _Groups(graph, devices, place, prio, fused)
     start, finish, transfers = _run(groups, position, devices)
 
@@ -318,7 +318,7 @@ def _per_op(values, n: int, what: str) -> np.ndarray:
     return array
 
 
-def _honoured_fusion(graph: OpGraph, place: np.ndarray, fuse: np.ndarray) -> np.ndarray:
+def honoured_fusion(graph: OpGraph, place: np.ndarray, fuse: np.ndarray) -> np.ndarray:
     """The fuse bits the simulator honours: single consumer, one kernel each, same device."""
     n = graph.num_ops
     src, dst = graph.edge_src, graph.edge_dst

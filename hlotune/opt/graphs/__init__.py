@@ -1,0 +1,57 @@
+"""GO-scale graphs (Zhou et al. 2020's benchmarks) built in JAX: `go:NAME[@VARIANT]` specs.
+
+    rnnlm      LSTM language model, unrolled over time
+    nmt        LSTM encoder-decoder with attention, unrolled
+    txl        Transformer-XL-like LM with segment memory, unrolled over segments
+    inception  Inception-like CNN (parallel convolution branches)
+    amoebanet  AmoebaNet-like CNN (NAS cells of two-branch blocks)
+    wavenet    WaveNet-like dilated causal convolution stacks
+
+Each is a zoo Workload (hlotune.zoo.base) at sizes `tiny` (tests: a few hundred ops), `small`
+(one to a few thousand ops) and `large` (10k to 50k ops as a `-train` step); VARIANT is the
+zoo's `SIZE[-bBATCH][-train]`. Loops are unrolled in Python so each step is its own ops in the
+entry computation, as in GO's graphs. They live apart from hlotune.zoo so that the zoo's
+compile-and-run tests, which iterate every zoo workload, stay cheap.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+
+from hlotune.errors import HlotuneError
+from hlotune.opt.graphs import conv, rnn, transformer_xl, wavenet
+from hlotune.program import Program, _parse_variant
+from hlotune.zoo.base import Workload
+
+GO_PREFIX = "go:"
+
+GO_WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (rnn.RNNLM, rnn.NMT, transformer_xl.WORKLOAD, conv.INCEPTION, conv.AMOEBANET,
+              wavenet.WORKLOAD)
+}
+
+
+def load_go_program(spec: str) -> Program:
+    """The program of a `go:NAME[@SIZE[-bBATCH][-train]]` spec (default size: tiny), with
+    abstract arguments (jax.ShapeDtypeStruct): the simulator needs only the graph, and making
+    real parameters for the large sizes takes minutes of random-number kernels."""
+    name, _, variant = spec.removeprefix(GO_PREFIX).partition("@")
+    if name not in GO_WORKLOADS:
+        raise HlotuneError(f"unknown GO graph {name!r}; known: {', '.join(sorted(GO_WORKLOADS))}")
+    workload = GO_WORKLOADS[name]
+    variant = variant or next(iter(workload.sizes))
+    size, batch, train = _parse_variant(variant)
+    if size not in workload.sizes:
+        raise HlotuneError(f"unknown variant {variant!r} of {GO_PREFIX}{name}; sizes: "
+                           f"{', '.join(workload.sizes)} (SIZE[-bBATCH][-train])")
+    shape = dict(workload.sizes[size]) | ({"batch": batch} if batch else {})
+    params, x, y = jax.eval_shape(partial(workload.init, **shape), jax.random.PRNGKey(0))
+    name = f"{GO_PREFIX}{name}@{variant}"
+    if not train:
+        return Program(name, workload.apply, (params, x))
+    # The zoo's training step (loss, gradient, momentum update); the velocity has the params'
+    # shapes.
+    return Program(name, workload._train_step, (params, params, x, y))

@@ -8,6 +8,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 _API = {
+    "autotune": ("hlotune.tuning.autotune", "autotune"),
     "featurize": ("hlotune.hlo.sources", "load_samples"),
     "inspect": ("hlotune.inspect", "inspect_path"),
     "load_program": ("hlotune.program", "load_program"),

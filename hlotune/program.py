@@ -1,8 +1,10 @@
-"""Programs by name: `zoo:NAME[@VARIANT]` or `path/to/file.py:FACTORY`.
+"""Programs by name: `zoo:NAME[@VARIANT]`, `path/to/file.py:FACTORY` or `export:PATH`.
 
 A zoo VARIANT is `SIZE[-bBATCH][-train]`: `small`, `small-b32`, `tiny-train`, `base-b1-train`.
 
 `FACTORY()` returns `(function, example_args)`; the user's code is imported as it is.
+`export:PATH` is a function saved with its example arguments by hlotune.exported (how
+`hlotune.tune(fn, *args)` hands a bare function to the measurement worker).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 from hlotune.errors import HlotuneError
 
 ZOO_PREFIX = "zoo:"
+EXPORT_PREFIX = "export:"
 TRAIN_SUFFIX = "-train"
 
 
@@ -28,26 +31,38 @@ class Program:
 
     @property
     def slug(self) -> str:
-        """A short file-name-safe name: `resnet@small-train`, or `model_make` for model.py:make."""
+        """A short file-name-safe name: `resnet@small-train`, `model_make` for model.py:make,
+        the file's stem for export:PATH."""
         if self.name.startswith(ZOO_PREFIX):
             return self.name.removeprefix(ZOO_PREFIX)
+        if self.name.startswith(EXPORT_PREFIX):
+            return Path(self.name.removeprefix(EXPORT_PREFIX)).stem
         path, _, factory = self.name.rpartition(":")
         return f"{Path(path).stem}_{factory}"
 
 
 def is_program_spec(source: str) -> bool:
-    """Whether `source` names a program (not a file of HLO): zoo:NAME or file.py:FACTORY."""
+    """Whether `source` names a program (not a file of HLO): zoo:NAME, file.py:FACTORY or
+    export:PATH."""
+    if source.startswith((ZOO_PREFIX, EXPORT_PREFIX)):
+        return True
     path, sep, factory = source.rpartition(":")
-    return source.startswith(ZOO_PREFIX) or (bool(sep and factory) and path.endswith(".py"))
+    return bool(sep and factory) and path.endswith(".py")
 
 
 def load_program(spec: str) -> Program:
     if spec.startswith(ZOO_PREFIX):
         return _zoo_program(spec)
+    if spec.startswith(EXPORT_PREFIX):
+        from hlotune.exported import load_exported
+
+        return load_exported(spec)
     if is_program_spec(spec):
         path, _, factory = spec.rpartition(":")
         return _file_program(spec, Path(path), factory)
-    raise HlotuneError(f"not a program spec: {spec!r} (expected zoo:NAME[@VARIANT] or file.py:FACTORY)")
+    raise HlotuneError(
+        f"not a program spec: {spec!r} (expected zoo:NAME[@VARIANT], file.py:FACTORY or export:PATH)"
+    )
 
 
 def zoo_variants(name: str) -> list[str]:

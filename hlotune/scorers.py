@@ -2,6 +2,8 @@
 
 A scorer maps a GraphSample to one score per config, lower = predicted faster:
 - a folder written by `hlotune train` (its `model/`) or a saved model folder;
+- `pretrained:flags`, `pretrained:layout`: the models shipped in the package, trained on the
+  built-in collections' train splits (docs/cost_model.md has their scores on the test splits);
 - `baseline:random`: uniform scores, seeded by the graph's name, the floor any model must beat;
 - `baseline:analytical`: hand-written rules per collection, nothing trained;
 - `baseline:gbdt`: gradient-boosted trees, trained at the first graph on the built-in train
@@ -21,6 +23,7 @@ from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
 
 BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR")
+PRETRAINED = ("flags", "layout")
 
 
 def load_scorer(name: str) -> Scorer:
@@ -35,7 +38,19 @@ def load_scorer(name: str) -> Scorer:
 
             return analytical_scores
         raise HlotuneError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
-    return _trained(Path(name))
+    if name.startswith("pretrained:"):
+        return ModelScorer.load(pretrained_folder(name.removeprefix("pretrained:")))
+    return ModelScorer.load(Path(name))
+
+
+def pretrained_folder(collection: str) -> Path:
+    """The shipped model folder for a built-in collection."""
+    if collection not in PRETRAINED:
+        raise HlotuneError(
+            f"no pretrained model for {collection!r}; shipped: "
+            + ", ".join(f"pretrained:{name}" for name in PRETRAINED)
+        )
+    return Path(__file__).parent / "models" / "pretrained" / collection
 
 
 def random_scores(sample: GraphSample) -> np.ndarray:
@@ -70,13 +85,23 @@ def _builtin_train(collection: str | None) -> Dataset:
         ) from None
 
 
-def _trained(folder: Path) -> Scorer:
-    from hlotune.models.gnn import GraphCostModel
-    from hlotune.models.predict import predict_scores
+class ModelScorer:
+    """A trained GraphCostModel as a scorer; `model` stays reachable so a tuner can fine-tune it."""
 
-    if not folder.exists():
-        raise HlotuneError(f"{folder}: no such model folder (or use baseline:random)")
-    if (folder / "model").is_dir():  # the output folder of `hlotune train`
-        folder = folder / "model"
-    model = GraphCostModel.load(folder)
-    return lambda sample: predict_scores(model, sample)
+    def __init__(self, model) -> None:
+        self.model = model
+
+    @classmethod
+    def load(cls, folder: Path) -> ModelScorer:
+        from hlotune.models.gnn import GraphCostModel
+
+        if not folder.exists():
+            raise HlotuneError(f"{folder}: no such model folder (or use baseline:random)")
+        if (folder / "model").is_dir():  # the output folder of `hlotune train`
+            folder = folder / "model"
+        return cls(GraphCostModel.load(folder))
+
+    def __call__(self, sample: GraphSample) -> np.ndarray:
+        from hlotune.models.predict import predict_scores
+
+        return predict_scores(self.model, sample)

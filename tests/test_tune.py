@@ -225,7 +225,7 @@ def test_a_cost_model_picks_which_candidates_are_measured(mlp_layouts):
     assert np.mean([_fake_cost(c) for c in ranked.ask(4)]) < np.mean([_fake_cost(c) for c in blind.ask(4)])
 
     for kind in ("flags", "layout"):
-        ranker = ModelRanker(load_scorer("baseline:analytical"), mlp_layouts, kind)
+        ranker = ModelRanker({kind: load_scorer("baseline:analytical")}, mlp_layouts)
         configs = [SearchSpace(kind, mlp_layouts).random_config(random.Random(i)) for i in range(5)]
         assert ranker(configs).shape == (5,)
     with pytest.raises(HlotuneError, match="evolutionary"):

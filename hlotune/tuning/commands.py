@@ -1,7 +1,8 @@
 """`hlotune tune` and `hlotune db`: autotune a program here, and read the tuning database.
 
     hlotune tune PROGRAM [--space flags|layout|all] [--budget N] [--time T] [--strategy S]
-                 [--model M] [--batch B] [--db PATH] [--seed S] [--json]
+                 [--model M] [--fine-tune-every N] [--batch B] [--db PATH] [--seed S]
+                 [--runner local|ray[:ADDRESS]] [--json]
     hlotune db list [--db PATH]
     hlotune db show PROGRAM [--db PATH]
     hlotune db export PROGRAM --format json|compiler_options|xla_flags [--db PATH]
@@ -45,12 +46,18 @@ def add_commands(subparsers) -> None:
                       help="configs to evaluate, the default included (default 32)")
     tune.add_argument("--time", type=float, metavar="T", help="stop searching after T seconds")
     tune.add_argument("--strategy", choices=STRATEGIES, default="evolutionary")
-    tune.add_argument("--model", metavar="M",
-                      help="a cost model (folder or baseline:NAME) ranking the evolutionary "
-                      "strategy's candidates, so only the most promising are measured")
+    tune.add_argument("--model", metavar="M", default="pretrained",
+                      help="the cost model ranking the evolutionary strategy's candidates, so "
+                      "only the most promising are measured: pretrained (the shipped models, "
+                      "default), a model folder, baseline:NAME, or none")
+    tune.add_argument("--fine-tune-every", type=int, metavar="N",
+                      help="fine-tune the model on this program's measurements every N configs")
     tune.add_argument("--batch", type=int, default=8, metavar="B", help="configs measured together")
     tune.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
     tune.add_argument("--seed", type=int, default=0)
+    tune.add_argument("--runner", default="local", metavar="R",
+                      help="where batches are measured: local (default), or ray[:ADDRESS] for the "
+                      "workers of a Ray cluster started with `ray start` (docs/tuning.md)")
     tune.add_argument("--json", action="store_true", help="print one JSON object last")
     tune.set_defaults(run=run_tune)
 
@@ -78,8 +85,9 @@ def run_tune(args: argparse.Namespace) -> int:
 
     result = tune(
         args.program, space=args.space, budget=args.budget, time_s=args.time,
-        strategy=args.strategy, model=args.model, db_path=args.db, batch=args.batch,
-        seed=args.seed,
+        strategy=args.strategy, model=None if args.model == "none" else args.model,
+        fine_tune_every=args.fine_tune_every, db_path=args.db, batch=args.batch, seed=args.seed,
+        runner=args.runner,
     )
     if args.json:
         print(json.dumps(result.to_json()))

@@ -11,7 +11,11 @@ Runtimes from different batches are compared through their batch's default (drif
 best candidate is re-measured in one last batch beside the default: it is chosen only when its
 gain exceeds that batch's noise floor, otherwise the default is kept and the result says so.
 The decision is stored, so a re-run that ends on the same candidate measures nothing.
-Fine-tuning the cost model on the new measurements is not done (the model only ranks).
+
+The evolutionary strategy's candidates are ranked by the shipped pretrained cost models unless
+told otherwise (ranking.py); with `fine_tune_every` the models are fine-tuned on the program's
+own measurements each time that many more configs have been evaluated. Fine-tuning sees the
+same costs at the same points on a resumed run, so the search stays deterministic.
 """
 
 from __future__ import annotations
@@ -28,12 +32,14 @@ from tqdm import tqdm
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import MeasureSettings, measure
+from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
 from hlotune.program import Program, load_program
 from hlotune.tuning.database import Decision, Record, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
+from hlotune.tuning.ranking import DEFAULT_MODEL, ModelRanker, load_scorers
+from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.space import SPACES, SearchSpace
 from hlotune.tuning.strategies import Evaluation, Strategy, make_strategy
 
@@ -73,25 +79,36 @@ class TuneResult:
 
 
 def tune(
-    program: str,
-    *,
+    program: str | Callable,
+    *args,
     space: str = "flags",
     budget: int | None = 32,
     time_s: float | None = None,
     strategy: str | Strategy = "evolutionary",
-    model: str | Scorer | None = None,
+    model: str | Scorer | None = DEFAULT_MODEL,
+    fine_tune_every: int | None = None,
     db_path: str | Path | None = None,
     settings: MeasureSettings = MeasureSettings(),
     batch: int = 8,
     seed: int = 0,
     progress: bool = True,
+    runner: str | Runner = "local",
 ) -> TuneResult:
-    """Tune the program spec `program` (zoo:NAME[@VARIANT] or file.py:FACTORY) on this machine.
+    """Tune the program spec `program` (zoo:NAME[@VARIANT], file.py:FACTORY, export:PATH), or
+    the JAX function `program` for the example arguments `args` (pytrees of arrays).
+
+    A function is exported with jax.export into `programs/` beside the database (so the worker
+    can load it, see hlotune.exported); on it the layout space holds only the arguments'
+    layouts. `result.compiled()` takes and returns what the function does.
 
     `budget` evaluated configs (the default included) and/or `time_s` seconds, whichever ends
     first (a batch in flight finishes). `strategy` is a name or a Strategy instance (e.g.
-    `Exhaustive([...])` to measure chosen configs); `model` (a scorer or a name for
-    `hlotune.scorers.load_scorer`) ranks the evolutionary strategy's candidates.
+    `Exhaustive([...])` to measure chosen configs). `model` ranks the evolutionary strategy's
+    candidates: "pretrained" (the shipped models, the default), a scorer, a name for
+    `hlotune.scorers.load_scorer`, or None for none; other strategies use no model.
+    `fine_tune_every` N fine-tunes the model on the measurements every N evaluated configs.
+    `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and
+    written under its machine's hardware fingerprint (runners.py).
     """
     started = time.monotonic()
     if space not in SPACES:
@@ -100,16 +117,30 @@ def tune(
         raise HlotuneError("give a budget (measurements) or a time limit")
     if (budget is not None and budget < 1) or batch < 1 or (time_s is not None and time_s <= 0):
         raise HlotuneError("the budget, the batch size and the time limit must be positive")
+    if fine_tune_every is not None and fine_tune_every < 1:
+        raise HlotuneError(f"fine_tune_every must be at least 1, got {fine_tune_every}")
+    if strategy != "evolutionary" and model == DEFAULT_MODEL:
+        model = None  # the default model serves the one strategy that ranks
     if isinstance(strategy, Strategy) and model is not None:
         raise HlotuneError("a model ranks for a strategy named here; give your Strategy its ranker instead")
+    db_path = Path(db_path or default_db_path())
+    if not isinstance(program, str):
+        from hlotune.exported import export_function
+
+        program = export_function(program, args).save(db_path.parent / "programs")
+    elif args:
+        raise HlotuneError("example arguments go with a function, not with a program spec")
     loaded = load_program(program)
     fingerprint = program_fingerprint(loaded)
-    search = strategy if isinstance(strategy, Strategy) else _make(strategy, loaded, space, seed, model)
-    with TuningDatabase(db_path or default_db_path()) as db:
+    search, ranker = (strategy, None) if isinstance(strategy, Strategy) else _make(
+        strategy, loaded, space, seed, model)
+    fine_tuning = None if ranker is None or fine_tune_every is None else _FineTuning(
+        ranker, fine_tune_every, seed)
+    with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
         db.register(fingerprint, loaded.name)
-        run = _Run(loaded.name, fingerprint, db, settings)
+        run = _Run(loaded.name, fingerprint, db, settings, measurer)
         deadline = None if time_s is None else started + time_s
-        run.search(search, budget, deadline, batch, progress)
+        run.search(search, budget, deadline, batch, progress, fine_tuning)
         decision = run.decide(search.name, space)
     best_costs = np.minimum.accumulate([e.cost for e in run.evaluations])
     candidate_ns = decision.candidate_ns
@@ -135,30 +166,42 @@ def tune(
     )
 
 
-def _make(name: str, program: Program, space: str, seed: int, model: str | Scorer | None) -> Strategy:
+def _make(
+    name: str, program: Program, space: str, seed: int, model: str | Scorer | None
+) -> tuple[Strategy, ModelRanker | None]:
     layouts = LayoutSpace(program) if space != "flags" or model is not None else None
-    ranker = None
-    if model is not None:
-        from hlotune.scorers import load_scorer
-        from hlotune.tuning.ranking import ModelRanker
+    ranker = None if model is None else ModelRanker(load_scorers(model, space), layouts)
+    return make_strategy(name, SearchSpace(space, layouts), seed, ranker), ranker
 
-        scorer = load_scorer(model) if isinstance(model, str) else model
-        ranker = ModelRanker(scorer, layouts, space)
-    return make_strategy(name, SearchSpace(space, layouts), seed, ranker)
+
+class _FineTuning:
+    """Fine-tunes a ranker's models each time `every` more configs have been evaluated."""
+
+    def __init__(self, ranker: ModelRanker, every: int, seed: int) -> None:
+        self.ranker, self.every, self.seed = ranker, every, seed
+        self.done_at = 1  # the default alone teaches nothing
+
+    def __call__(self, run: _Run) -> None:
+        if len(run.evaluations) - self.done_at >= self.every:
+            self.done_at = len(run.evaluations)
+            costs = {e.config: e.cost for e in run.evaluations}
+            self.ranker.fine_tune(costs, run.default.median_ns, self.seed + self.done_at)
 
 
 class _Run:
     """One tune's bookkeeping: what it evaluated, measured and found in the database."""
 
-    def __init__(self, program: str, fingerprint: str, db: TuningDatabase, settings: MeasureSettings) -> None:
+    def __init__(self, program: str, fingerprint: str, db: TuningDatabase, settings: MeasureSettings,
+                 runner: Runner) -> None:
         self.program, self.fingerprint, self.db, self.settings = program, fingerprint, db, settings
+        self.runner = runner
         self.default: Record | None = db.lookup(fingerprint, DEFAULT_CONFIG.key)
         self.measured = 0
         self.resumed = int(self.default is not None)
         self.evaluations = [Evaluation(DEFAULT_CONFIG, 1.0)]  # costs are relative to the default
 
     def search(self, strategy: Strategy, budget: int | None, deadline: float | None, batch: int,
-               progress: bool) -> None:
+               progress: bool, after_batch: Callable[[_Run], None] | None = None) -> None:
         strategy.tell(self.evaluations)
         bar = tqdm(total=budget, desc=self.program, unit="config", leave=False,
                    disable=None if progress else True, initial=1)
@@ -172,6 +215,8 @@ class _Run:
             evaluated = self._evaluate(configs)
             strategy.tell(evaluated)
             self.evaluations += evaluated
+            if after_batch is not None and self.default is not None:
+                after_batch(self)
             bar.update(len(evaluated))
             bar.set_postfix(best=f"{max(1 / e.cost for e in self.evaluations):.3f}x")
         bar.close()
@@ -189,10 +234,10 @@ class _Run:
         return [Evaluation(config, records[config].cost) for config in configs]
 
     def _measure(self, configs: list[CompileConfig]) -> None:
-        result = measure(self.program, configs, self.settings)
-        self.db.record_batch(self.fingerprint, result, with_default=self.default is None)
-        self.measured += len(configs) + (self.default is None)
-        self.default = self.db.lookup(self.fingerprint, DEFAULT_CONFIG.key)
+        for result in self.runner.measure(self.program, configs, self.settings):
+            self.db.record_batch(self.fingerprint, result, with_default=self.default is None)
+            self.measured += len(result.measurements) + (self.default is None)
+            self.default = self.db.lookup(self.fingerprint, DEFAULT_CONFIG.key)
 
     def decide(self, strategy: str, space: str) -> Decision:
         """Re-measure the best candidate beside the default (unless a previous run did) and
@@ -208,7 +253,7 @@ class _Run:
             decision = Decision(self.fingerprint, candidate, candidate, default_ns, default_ns,
                                 float(np.median(noise)) if noise else None, strategy, space, time.time())
         else:
-            result = measure(self.program, [candidate], self.settings)
+            (result,) = self.runner.measure(self.program, [candidate], self.settings)
             confirmed = result.measurements[0]
             candidate_ns = confirmed.median_ns if confirmed.ok else None
             better = candidate_ns is not None and result.default_ns / candidate_ns - 1 > result.noise_floor

@@ -1,0 +1,148 @@
+"""`@hlotune.autotune`: a JAX function that runs under the config tuned for its argument shapes.
+
+A tuned config only holds for one computation on one machine, so the wrapper works per
+signature (the arguments' tree, shapes and dtypes): the first call with a new signature exports
+the function (hlotune.exported), computes the program fingerprint and asks the tuning database
+for a decision made on this machine under this jax. With one, calls run the program compiled
+under the chosen config; without one, `tune_on_first_call` tunes it there and then (measuring
+in a worker process, which takes a while) and later calls reuse the result, otherwise calls
+run plain `jax.jit(fn)`. Each signature is resolved once per wrapper; `choice(*args)` says
+what calls with such arguments run.
+
+Arguments are passed positionally, as pytrees of arrays (bind anything static with
+functools.partial). Called under a JAX transformation (inside jit, grad, vmap), the function is
+traced as it is: a config applies to a whole executable, the caller's. The decorator tunes for
+the machine it runs on, so it takes no runner.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.errors import HlotuneError
+from hlotune.program import Program
+from hlotune.tuning.database import TuningDatabase, default_db_path
+
+DATABASE, TUNED, JIT = "database", "tuned", "jit"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What calls with one argument signature run."""
+
+    config: CompileConfig  # DEFAULT_CONFIG for plain jax.jit
+    source: str  # DATABASE (a stored decision), TUNED (by this wrapper) or JIT (none found)
+    fingerprint: str  # the program fingerprint of the function at these shapes
+
+
+@dataclass(frozen=True)
+class _Entry:
+    choice: Choice
+    call: Callable
+
+
+class Autotuned:
+    """`fn` with a config per argument signature, resolved on first use (see the module)."""
+
+    def __init__(self, fn: Callable, *, space: str, budget: int, tune_on_first_call: bool,
+                 db: str | Path | None, tune_options: dict[str, Any]) -> None:
+        import jax
+
+        if "runner" in tune_options:
+            raise HlotuneError("@autotune tunes for the machine it runs on: it takes no runner")
+        functools.update_wrapper(self, fn)
+        self._fn, self._jitted = fn, jax.jit(fn)
+        self._db = Path(db or default_db_path())
+        self._tune_on_first_call = tune_on_first_call
+        self._tune_options = {"space": space, "budget": budget} | tune_options
+        self._entries: dict[Any, _Entry] = {}
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            name = getattr(self._fn, "__name__", "function")
+            raise HlotuneError(f"{name}: an autotuned function takes positional arguments "
+                               "(bind the others with functools.partial)")
+        if _traced(args):  # inside jit, grad, vmap...: the enclosing computation is compiled
+            return self._fn(*args)
+        return self._entry(args).call(*args)
+
+    def choice(self, *args) -> Choice:
+        """The config calls with arguments shaped like `args` run (resolving it if needed)."""
+        return self._entry(args).choice
+
+    def _entry(self, args: tuple) -> _Entry:
+        key = _signature(args)
+        if key not in self._entries:
+            self._entries[key] = self._resolve(args)
+        return self._entries[key]
+
+    def _resolve(self, args: tuple) -> _Entry:
+        from hlotune.exported import export_function
+        from hlotune.tuning.fingerprint import program_fingerprint
+        from hlotune.tuning.tuner import tune
+
+        exported = export_function(self._fn, args)
+        folder = self._db.parent / "programs"
+        program = exported.program(folder)
+        fingerprint = program_fingerprint(program)
+        decision = None
+        if self._db.is_file():
+            with TuningDatabase(self._db) as db:
+                decision = db.best(fingerprint)
+        if decision is not None:
+            return self._compiled(program, Choice(decision.chosen, DATABASE, fingerprint))
+        if self._tune_on_first_call:
+            result = tune(exported.save(folder), db_path=self._db, **self._tune_options)
+            return self._compiled(program, Choice(result.best_config, TUNED, fingerprint))
+        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._jitted)
+
+    def _compiled(self, program: Program, choice: Choice) -> _Entry:
+        from hlotune.tuning.compiled import compile_config
+
+        if choice.config.is_default:
+            return _Entry(choice, self._jitted)
+        return _Entry(choice, compile_config(program, choice.config))
+
+
+def autotune(
+    fn: Callable | None = None,
+    *,
+    space: str = "flags",
+    budget: int = 16,
+    tune_on_first_call: bool = False,
+    db: str | Path | None = None,
+    **tune_options: Any,
+) -> Autotuned | Callable[[Callable], Autotuned]:
+    """Decorate `fn` as `@autotune` or `@autotune(space=..., tune_on_first_call=True, ...)`.
+
+    `db` is the tuning database ($HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite by default);
+    `space`, `budget` and `tune_options` (strategy, model, settings, time_s, batch, seed,
+    progress) go to `hlotune.tune` when a signature is tuned.
+    """
+    def decorate(function: Callable) -> Autotuned:
+        return Autotuned(function, space=space, budget=budget, tune_on_first_call=tune_on_first_call,
+                         db=db, tune_options=tune_options)
+
+    return decorate if fn is None else decorate(fn)
+
+
+def _traced(args: tuple) -> bool:
+    import jax
+
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args))
+
+
+def _signature(args: tuple) -> tuple:
+    """The arguments' tree and each leaf's shape and dtype (a Python scalar's type)."""
+    import jax
+
+    leaves, tree = jax.tree_util.tree_flatten(args)
+    return tree, tuple(
+        (tuple(getattr(leaf, "shape", ())), str(getattr(leaf, "dtype", type(leaf).__name__)))
+        for leaf in leaves
+    )

@@ -1,0 +1,123 @@
+"""Tuning a bare JAX function and `@hlotune.autotune`, with the real compiler."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hlotune
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.layouts import LayoutConfig
+from hlotune.compiler.machine import Machine, this_machine
+from hlotune.compiler.measure import MeasureSettings
+from hlotune.errors import HlotuneError
+from hlotune.program import load_program
+from hlotune.tuning import autotune, tuner
+from hlotune.tuning.database import Decision, TuningDatabase
+
+CHEAP = MeasureSettings(rounds=2, repeats=1)
+CHOSEN = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}),
+                       LayoutConfig.from_dict({"p1": [0, 1]}))
+
+
+def mlp(params, x):
+    hidden = jax.nn.relu(x @ params["w1"] + params["b1"])
+    return {"y": hidden @ params["w2"], "energy": jnp.sum(hidden * hidden)}
+
+
+def _arguments(batch: int = 16):
+    keys = jax.random.split(jax.random.key(0), 3)
+    params = {"w1": jax.random.normal(keys[0], (32, 64)), "b1": jnp.zeros(64),
+              "w2": jax.random.normal(keys[1], (64, 8))}
+    return params, jax.random.normal(keys[2], (batch, 32))
+
+
+def _assert_same(got, want) -> None:
+    assert jax.tree_util.tree_structure(got) == jax.tree_util.tree_structure(want)
+    for a, b in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
+
+
+def _decide(path, fingerprint: str, config: CompileConfig, machine: Machine | None = None) -> None:
+    with TuningDatabase(path, machine=machine) as db:
+        db.register(fingerprint, "mlp")
+        db.decide(Decision(fingerprint, config, config, 200.0, 150.0, 0.01, "random", "all", 0.0))
+
+
+def test_tune_takes_a_function_and_pytree_arguments_and_compiles_its_signature(tmp_path):
+    path, args = tmp_path / "t.sqlite", _arguments()
+    options = dict(space="all", budget=4, batch=3, strategy="random", db_path=path, settings=CHEAP,
+                   progress=False)
+    result = hlotune.tune(mlp, *args, **options)
+    assert result.program.startswith("export:" + str(tmp_path / "programs" / "mlp-"))
+    assert result.measurements == 4 and result.resumed == 0
+    with TuningDatabase(path) as db:
+        records = db.records(result.fingerprint)
+    assert len(records) == 4
+    sites = {site for record in records for site in record.config.layout.to_dict()}
+    assert sites and all(site.startswith("p") for site in sites)  # only the arguments' layouts
+    _assert_same(result.compiled()(*args), jax.jit(mlp)(*args))
+
+    again = hlotune.tune(mlp, *args, **options)  # the same file, fingerprint and records
+    assert (again.program, again.measurements, again.resumed) == (result.program, 0, 4)
+
+
+def test_bad_functions_arguments_and_files_are_clean_errors(tmp_path):
+    with pytest.raises(HlotuneError, match="cannot export"):
+        hlotune.tune(lambda s: s, "text", db_path=tmp_path / "t.sqlite")
+    with pytest.raises(HlotuneError, match="example arguments"):
+        hlotune.tune("zoo:mlp@tiny", jnp.ones(3), db_path=tmp_path / "t.sqlite")
+    with pytest.raises(HlotuneError, match="no such file"):
+        load_program(f"export:{tmp_path / 'missing.npz'}")
+    (tmp_path / "bad.npz").write_bytes(b"garbage" * 10)
+    with pytest.raises(HlotuneError, match="not an exported program"):
+        load_program(f"export:{tmp_path / 'bad.npz'}")
+    params, x = _arguments()
+    with pytest.raises(HlotuneError, match="positional"):
+        hlotune.autotune(mlp, db=tmp_path / "t.sqlite")(params, x=x)
+
+
+def test_the_decorator_runs_the_decision_stored_for_its_shapes(tmp_path):
+    path, args = tmp_path / "t.sqlite", _arguments()
+    fingerprint = hlotune.autotune(mlp, db=path).choice(*args).fingerprint
+    _decide(path, fingerprint, CHOSEN)
+
+    fast = hlotune.autotune(db=path)(mlp)
+    assert fast.choice(*args) == autotune.Choice(CHOSEN, autotune.DATABASE, fingerprint)
+    _assert_same(fast(*args), jax.jit(mlp)(*args))
+    _assert_same(jax.jit(fast)(*args), jax.jit(mlp)(*args))  # traced inside: plain mlp
+    other_shapes = _arguments(batch=4)
+    assert fast.choice(*other_shapes).source == autotune.JIT  # another program: not tuned
+    _assert_same(fast(*other_shapes), jax.jit(mlp)(*other_shapes))
+
+
+def test_a_decision_made_on_another_machine_is_not_used(tmp_path):
+    path, args = tmp_path / "t.sqlite", _arguments()
+    here = this_machine()
+    elsewhere = Machine("Some Other CPU", here.cores, here.system, here.jax, here.jaxlib)
+    fingerprint = hlotune.autotune(mlp, db=path).choice(*args).fingerprint
+    _decide(path, fingerprint, CHOSEN, machine=elsewhere)
+
+    choice = hlotune.autotune(mlp, db=path).choice(*args)
+    assert (choice.config, choice.source) == (DEFAULT_CONFIG, autotune.JIT)
+
+
+def test_tune_on_first_call_tunes_once_and_then_reuses_the_decision(tmp_path, monkeypatch):
+    tunes, real_tune = [], tuner.tune
+    monkeypatch.setattr(tuner, "tune", lambda *a, **k: tunes.append(a) or real_tune(*a, **k))
+    options = dict(tune_on_first_call=True, budget=3, batch=2, db=tmp_path / "t.sqlite",
+                   strategy="random", settings=CHEAP, progress=False)
+    params, x = _arguments()
+
+    step = hlotune.autotune(**options)(mlp)
+    _assert_same(step(params, x), jax.jit(mlp)(params, x))
+    _assert_same(step(params, x + 1), jax.jit(mlp)(params, x + 1))  # same shapes: no new tune
+    tuned = step.choice(params, x)
+    assert tuned.source == autotune.TUNED and len(tunes) == 1
+
+    reloaded = hlotune.autotune(**options)(mlp)  # a new process would find the decision
+    assert reloaded.choice(params, x) == autotune.Choice(tuned.config, autotune.DATABASE, tuned.fingerprint)
+    assert len(tunes) == 1

@@ -1,0 +1,74 @@
+"""Runners: measurements on a Ray worker, and records keyed by the measuring machine."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax.numpy as jnp
+import pytest
+
+from hlotune.compiler.config import DEFAULT_CONFIG
+from hlotune.compiler.machine import this_machine
+from hlotune.compiler.measure import MeasureSettings
+from hlotune.errors import HlotuneError
+from hlotune.tuning import runners
+from hlotune.tuning.database import TuningDatabase
+from hlotune.tuning.tuner import tune
+
+pytestmark = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # Ray forks to exec
+CHEAP = dict(strategy="random", settings=MeasureSettings(rounds=2, repeats=1), progress=False)
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'hlotune[ray]')")
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)  # never a cluster
+    yield
+    ray.shutdown()
+
+
+def test_a_tune_through_ray_workers_stores_their_measurements(local_ray, tmp_path):
+    path = tmp_path / "t.sqlite"
+    result = tune("zoo:mlp@tiny", budget=3, batch=2, db_path=path, runner="ray", **CHEAP)
+    assert result.measurements == 3
+    with TuningDatabase(path) as db:  # the worker is this machine: its fingerprint is ours
+        records = db.records(result.fingerprint)
+        assert len(records) == 3 and all(r.ok for r in records)
+        assert db.best(result.fingerprint).chosen == result.best_config
+
+    def double_tanh(x, y):
+        return 2 * jnp.tanh(x @ y)
+
+    exported = tune(double_tanh, jnp.ones((8, 8)), jnp.ones((8, 4)), budget=2, db_path=path,
+                    runner="ray", **CHEAP)  # its file travels to the worker
+    assert exported.program.startswith("export:") and exported.measurements == 2
+
+
+def test_records_go_under_the_measuring_machine(tmp_path):
+    here = this_machine()
+    worker = dataclasses.replace(here, cpu="A Worker CPU")
+    elsewhere = runners.LocalRunner()
+    elsewhere.machine = worker  # as a Ray runner whose workers are another kind of machine
+
+    path = tmp_path / "t.sqlite"
+    result = tune("zoo:mlp@tiny", budget=2, db_path=path, runner=elsewhere, **CHEAP)
+    with TuningDatabase(path, machine=worker) as db:
+        assert len(db.records(result.fingerprint)) == 2
+    with TuningDatabase(path) as db:
+        assert db.records(result.fingerprint) == []
+        assert db.lookup(result.fingerprint, DEFAULT_CONFIG.key) is None
+
+
+def test_workers_of_different_hardware_and_unknown_runners_are_refused():
+    here = this_machine()
+    assert runners.cluster_machine([here, here]) == here
+    with pytest.raises(HlotuneError, match="differ in hardware"):
+        runners.cluster_machine([here, dataclasses.replace(here, cores=here.cores + 1)])
+    with pytest.raises(HlotuneError, match="unknown runner"):
+        runners.make_runner("slurm")
+
+
+def test_a_batch_is_spread_evenly_over_the_workers():
+    assert runners._split(list(range(5)), 2) == [[0, 1, 2], [3, 4]]
+    assert runners._split(list(range(2)), 4) == [[0], [1]]
+    assert runners._split([], 3) == [[]]

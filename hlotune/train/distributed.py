@@ -51,6 +51,14 @@ def join() -> Group:
     return Group(dist.get_rank(), dist.get_world_size(), local_rank)
 
 
+def finish(group: Group) -> None:
+    """Wait for every process at the end of a run: a process that destroys its gloo group while
+    a peer still talks to it can abort the peer ("terminate called without an active
+    exception"). Not on the error path, where the peer may never arrive."""
+    if group.active:
+        dist.barrier()
+
+
 def leave(group: Group) -> None:
     if group.active and dist.is_initialized():
         dist.destroy_process_group()

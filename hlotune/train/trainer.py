@@ -136,8 +136,10 @@ def train(
     )
     group = distributed.join()
     try:
-        return _train(train_dirs, valid_dir, Path(out_dir), settings, model_config, resume,
-                      progress and group.is_main, group)
+        result = _train(train_dirs, valid_dir, Path(out_dir), settings, model_config, resume,
+                        progress and group.is_main, group)
+        distributed.finish(group)
+        return result
     finally:
         distributed.leave(group)
 

@@ -44,6 +44,7 @@ ABLATIONS = {
     "1 layer": dict(num_layers=1),
     "no attention": dict(cross_config_attention=False),
     "no pruning": dict(prune_hops=None),
+    "layouts joined late": dict(layout_join="late", prune_hops=None),
 }
 MODEL_FIELDS = {f.name for f in fields(ModelConfig)}
 BASELINES = ("baseline:random", "baseline:analytical", "baseline:gbdt")
@@ -73,8 +74,8 @@ def variants(collection: str, names: list[str]) -> dict[str, dict]:
     chosen = {}
     for name in names:
         change = ABLATIONS[name] if name in ABLATIONS else json.loads(name)
-        if collection != "layout" and "prune_hops" in change:
-            continue  # pruning applies to per-node (layout) configs only
+        if collection != "layout" and ("prune_hops" in change or "layout_join" in change):
+            continue  # per-node (layout) configs only
         chosen[name] = {**FULL[collection], **change}
     return chosen
 

@@ -4,7 +4,8 @@ A cost model pays off in an autotuner only if ranking a config is far cheaper th
 and timing it; the goal is 1000x. This scores 10,000 configs of the unet_3d fixture graph
 (3163 nodes, 62 configurable; its 1965 measured layouts repeated up to 10k) with an untrained
 GraphCostModel, whose weights do not change the time: layout configs with message passing
-over the whole graph and pruned to `prune_hops = num_layers` hops (exact), and flags configs
+over the whole graph, pruned to `prune_hops = num_layers` hops (exact), and joined late (each
+site's layout meets its node's final embedding: no propagation per config), and flags configs
 with late join. The time is `predict_scores` end to end, graph encoding included, after one
 warm-up call. What a measured config costs comes from the built-in dataset's summaries:
 collection seconds over configs tried (measured + failed).
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     cases = {  # case: (configs, model, the collection whose measuring it replaces)
         "layout": (_layout(fixture, args.configs), ModelConfig(), "layout"),
         "layout pruned": (_layout(fixture, args.configs), ModelConfig(prune_hops=layers), "layout"),
+        "layout late join": (_layout(fixture, args.configs), ModelConfig(layout_join="late"), "layout"),
         "flags late join": (_flags(fixture, args.configs), ModelConfig(join="late"), "flags"),
     }
     measured = measure_seconds_per_config()

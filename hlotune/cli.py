@@ -142,6 +142,9 @@ def _add_train(commands) -> None:
     train.add_argument("--join", choices=("early", "late"), default="late",
                        help="where graph-level configs (tile, flags) join")
     train.add_argument("--attention", action="store_true", help="cross-config attention")
+    train.add_argument("--layout-join", choices=("nodes", "late"), default="nodes",
+                       help="layout configs join at their nodes before message passing (nodes) "
+                       "or meet the nodes' final embeddings (late: much faster ranking)")
     train.add_argument("--prune-hops", type=int,
                        help="layout: propagate configs only within this many hops")
     train.add_argument("--collapse-chains", action="store_true",
@@ -316,7 +319,7 @@ def _train(args: argparse.Namespace) -> int:
     from hlotune.train import train
 
     model_config = ModelConfig(
-        hidden_dim=args.hidden, num_layers=args.layers, join=args.join,
+        hidden_dim=args.hidden, num_layers=args.layers, join=args.join, layout_join=args.layout_join,
         cross_config_attention=args.attention, prune_hops=args.prune_hops,
         collapse_chains=args.collapse_chains,
     )

@@ -81,6 +81,7 @@ VARIANTS = {
     "tile-late": (tile_sample, {}),
     "flags-early-attention": (flags_sample, {"join": "early", "cross_config_attention": True, "attention_heads": 2}),
     "layout-pruned": (layout_sample, {"prune_hops": 2}),
+    "layout-late": (layout_sample, {"layout_join": "late"}),
 }
 
 
@@ -140,13 +141,16 @@ def test_pruning_with_hops_at_least_layers_is_exact_on_a_larger_graph():
 # Reuse and encodings
 
 
-@pytest.mark.parametrize("variant", ["tile-late", "flags-early", "layout-pruned", "layout-full"])
+@pytest.mark.parametrize(
+    "variant", ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late"]
+)
 def test_scoring_configs_together_equals_one_at_a_time(variant):
     make, options = {
         "tile-late": (tile_sample, {}),
         "flags-early": (flags_sample, {"join": "early"}),
         "layout-pruned": (layout_sample, {"prune_hops": 1}),
         "layout-full": (layout_sample, {}),
+        "layout-late": (layout_sample, {"layout_join": "late"}),
     }[variant]
     sample = make()
     model = make_model(sample, **options)
@@ -261,6 +265,10 @@ def test_data_that_does_not_fit_the_model_is_a_clean_error(change, message):
 def test_model_config_rejects_bad_values():
     with pytest.raises(HlotuneError, match="join"):
         ModelConfig(join="middle")
+    with pytest.raises(HlotuneError, match="layout_join"):
+        ModelConfig(layout_join="early")
+    with pytest.raises(HlotuneError, match="prune_hops applies"):
+        ModelConfig(layout_join="late", prune_hops=2)
     with pytest.raises(HlotuneError, match="set"):
         GraphCostModel(ModelConfig())
     with pytest.raises(HlotuneError, match="node_feat_dim"):

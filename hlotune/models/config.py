@@ -16,6 +16,7 @@ from hlotune.data.sample import COLLECTIONS
 from hlotune.errors import HlotuneError
 
 JOINS = ("early", "late")
+LAYOUT_JOINS = ("nodes", "late")
 LAYOUT_CONFIG_DIM = 18  # minor-to-major of output, input and kernel: 6 slots each
 
 
@@ -25,9 +26,13 @@ class ModelConfig:
 
     `join` places graph-level configs (tile, flags): "early" adds them to every node before
     message passing, "late" concatenates them with the pooled graph embedding, so the GNN runs
-    once per graph. Layout configs belong to nodes and always join at the configurable nodes.
-    `prune_hops` (layout): propagate the config-dependent part only within that many hops of the
-    configurable nodes; with prune_hops >= num_layers this is exact, below it an approximation.
+    once per graph. Layout configs belong to nodes: `layout_join` "nodes" adds them at the
+    configurable nodes before message passing, "late" meets each with its node's final
+    (config-free) embedding after it, so the GNN runs once per graph and a config costs only
+    its sites (fast ranking, no propagation of layouts through the graph).
+    `prune_hops` (layout, "nodes"): propagate the config-dependent part only within that many
+    hops of the configurable nodes; with prune_hops >= num_layers this is exact, below it an
+    approximation.
     `collapse_chains`: the model reads graphs with their chains of plain nodes collapsed
     (`compress.py`), in training and inference alike.
     """
@@ -40,6 +45,7 @@ class ModelConfig:
     opcode_dim: int = 32
     num_layers: int = 3
     join: str = "late"
+    layout_join: str = "nodes"
     cross_config_attention: bool = False
     attention_heads: int = 4
     prune_hops: int | None = None
@@ -56,6 +62,10 @@ class ModelConfig:
             return f"collection must be one of {', '.join(COLLECTIONS)}, got {self.collection!r}"
         if self.join not in JOINS:
             return f"join must be 'early' or 'late', got {self.join!r}"
+        if self.layout_join not in LAYOUT_JOINS:
+            return f"layout_join must be 'nodes' or 'late', got {self.layout_join!r}"
+        if self.layout_join == "late" and self.prune_hops is not None:
+            return "prune_hops applies to layout_join 'nodes' (late join propagates no configs)"
         if self.collection == "layout" and self.config_dim not in (None, LAYOUT_CONFIG_DIM):
             return f"layout configs have {LAYOUT_CONFIG_DIM} columns, not {self.config_dim}"
         positive = ("hidden_dim", "opcode_dim", "num_layers", "attention_heads")
@@ -136,6 +146,7 @@ _TYPE_CHECKS = {
     "config_dim": lambda v: v is None or _is_int(v),
     "config_feat_names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
     "join": lambda v: isinstance(v, str),
+    "layout_join": lambda v: isinstance(v, str),
     "cross_config_attention": lambda v: isinstance(v, bool),
     "collapse_chains": lambda v: isinstance(v, bool),
     "prune_hops": lambda v: v is None or _is_int(v),

@@ -1,16 +1,18 @@
 """The learned cost model: scores the configs of one graph, lower = predicted faster.
 
     node  -> opcode embedding + normalised features -> MLP                   (once per graph)
-          -> join configs (graph-level: every node or after pooling; layout: configurable nodes)
+          -> join configs (graph-level: every node or after pooling; layout: configurable
+             nodes, before message passing or after it)
           -> GraphSAGE layers over both edge directions
           -> concat(sum, mean) pooling -> MLP -> [attention across configs] -> head -> score
 
 Training and tuning score many configs of the same graph, so the model is split in two:
 `encode_graph` does everything that does not depend on the config once, and `score` runs only
 the config-dependent rest for a batch of C configs. How much is shared depends on the join:
-late join shares the whole GNN (a config is then one vector against the pooled graph); early
-join and layout configs need message passing per config, which for layout runs only on the
-configurable nodes' neighbourhood when `prune_hops` is set (see `prune.py`).
+late join shares the whole GNN (a config is then one vector against the pooled graph, or for
+layout its sites against their nodes' final embeddings); early join and layout configs joined
+at the nodes need message passing per config, which for layout runs only on the configurable
+nodes' neighbourhood when `prune_hops` is set (see `prune.py`).
 """
 
 from __future__ import annotations
@@ -50,10 +52,13 @@ class GraphContext:
     config_nodes: Tensor | None = None  # (nc,) layout: positions of configurable nodes in `nodes`
     outside: list[Tensor] | None = None  # per layer (k, 2H): messages from dropped nodes
     outside_sum: Tensor | float = 0.0  # (H,) sum of the dropped nodes' final embeddings
+    sites: Tensor | None = None  # (nc, H) layout late join: final states of configurable nodes
 
     @property
     def rows_per_config(self) -> int:
         """Node rows each config propagates: what memory per config scales with."""
+        if self.sites is not None:
+            return max(1, int(self.sites.shape[0]))
         return 1 if self.nodes is None else int(self.nodes.shape[0])
 
 
@@ -73,7 +78,10 @@ class GraphCostModel(nn.Module):
             self.config_norm = SignLogNormalizer(config.config_dim)
             self.config_encoder = _mlp(config.config_dim, hidden, hidden, dropout)
         self.convs = nn.ModuleList(BidirectionalSAGEConv(hidden) for _ in range(config.num_layers))
-        self.embed = _mlp(2 * hidden + (hidden if self.late_join else 0), hidden, hidden, dropout)
+        shared = self.late_join or self.layout_late
+        self.embed = _mlp(2 * hidden + (hidden if shared else 0), hidden, hidden, dropout)
+        if self.layout_late:
+            self.site_encoder = _mlp(2 * hidden, hidden, hidden, dropout)
         self.attention = (
             CrossConfigAttention(hidden, config.attention_heads, dropout)
             if config.cross_config_attention
@@ -84,6 +92,10 @@ class GraphCostModel(nn.Module):
     @property
     def late_join(self) -> bool:
         return self.config.collection != "layout" and self.config.join == "late"
+
+    @property
+    def layout_late(self) -> bool:
+        return self.config.collection == "layout" and self.config.layout_join == "late"
 
     @property
     def device(self) -> torch.device:
@@ -102,10 +114,11 @@ class GraphCostModel(nn.Module):
     def encode_graph(self, graph: GraphInputs) -> GraphContext:
         n = graph.num_nodes
         nodes = self._encode_nodes(graph)
-        if self.late_join:
+        if self.late_join or self.layout_late:
             for conv in self.convs:
                 nodes = conv(nodes, graph.edge_index)
-            return GraphContext(n, pooled=_readout(nodes.sum(dim=-2), n))
+            sites = nodes[graph.node_config_ids] if self.layout_late else None
+            return GraphContext(n, pooled=_readout(nodes.sum(dim=-2), n), sites=sites)
         whole = GraphContext(
             n, nodes=nodes, edge_index=graph.edge_index, config_nodes=graph.node_config_ids
         )
@@ -139,8 +152,8 @@ class GraphCostModel(nn.Module):
 
     def score(self, context: GraphContext, configs: Tensor) -> Tensor:
         """Scores `(C,)` of C configs against a graph's `encode_graph` context."""
-        if self.late_join:
-            return self._head(context.pooled, configs)
+        if self.late_join or self.layout_late:
+            return self._head(context.pooled, configs, context.sites)
         x = self._join(context, configs)
         outside = context.outside or [None] * len(self.convs)
         for conv, messages in zip(self.convs, outside):
@@ -169,11 +182,18 @@ class GraphCostModel(nn.Module):
         opcodes = self.opcode_embedding(graph.node_opcode)
         return self.node_encoder(torch.cat((opcodes, self.node_norm(graph.node_feat)), dim=-1))
 
-    def _head(self, features: Tensor, configs: Tensor) -> Tensor:
-        """Pooled `(C or 1, 2H)` readout -> scores `(C,)`; late join adds the configs here."""
+    def _head(self, features: Tensor, configs: Tensor, sites: Tensor | None = None) -> Tensor:
+        """Pooled `(C or 1, 2H)` readout -> scores `(C,)`; late join adds the configs here: a
+        graph-level config as one vector, a layout as the sum over its sites of each site's
+        layout met with its node's final embedding (`sites`)."""
         if self.late_join:
             encoded = self.config_encoder(self.config_norm(configs))
             features = torch.cat((features.expand(len(configs), -1), encoded), dim=-1)
+        elif self.layout_late:
+            layouts = self.config_encoder(configs)  # (C, nc, H)
+            nodes = sites.expand(len(configs), -1, -1)
+            met = self.site_encoder(torch.cat((nodes, layouts), dim=-1)).sum(dim=-2)
+            features = torch.cat((features.expand(len(configs), -1), met), dim=-1)
         embedded = self.embed(features)
         if self.attention is not None:
             embedded = self.attention(embedded)

@@ -186,6 +186,8 @@ def _train(
     )
     if optimizer_state is not None:
         optimizer.load_state_dict(optimizer_state)
+    if settings.gst is not None and model.layout_late:
+        raise HlotuneError("graph segment training propagates layouts: it needs layout_join 'nodes'")
     step = _Step(model, None if settings.gst is None else SegmentTraining(settings.gst))
     wrapped = distributed.wrap(step, group, unused=settings.gst is not None)
     run = _Run(wrapped, optimizer, loss_fn, train_sets,

@@ -177,8 +177,8 @@ def main() -> None:
                 print(program, flush=True)
                 db = Path(folder) / f"{i}.sqlite"
                 rows.append(bench_program(program, args.budget, args.random_budget, db))
-        if args.json:
-            args.json.write_text(json.dumps(rows, indent=1))
+                if args.json:  # after each program: an interrupted run keeps what it finished
+                    args.json.write_text(json.dumps(rows, indent=1))
     plot(rows, args.plot)
     print(markdown(rows, args.budget))
     measure_rate = float(np.median([r["measure_rate"] for r in rows]))

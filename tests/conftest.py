@@ -21,3 +21,15 @@ def tpugraphs_dir() -> Path:
     if not folder.is_dir():
         pytest.skip(reason=f"no TpuGraphs fixtures at {folder} (set HLOTUNE_SHARED_DATA)")
     return folder
+
+
+@pytest.fixture
+def one_thread():
+    """Torch on one thread for the test: the PPO budgets are sized for it, and results do not
+    depend on how many threads a machine would use."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import torch
 
 from hlotune.errors import HlotuneError
 from hlotune.opt.baselines import greedy_fusion
@@ -21,12 +20,7 @@ from hlotune.opt.simulator import honoured_fusion
 GO_GRAPHS = ("rnnlm", "nmt", "txl", "inception", "amoebanet", "wavenet")
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

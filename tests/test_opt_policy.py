@@ -23,12 +23,7 @@ from hlotune.opt.ppo import PPOConfig, Problem, search, train
 from hlotune.opt.report import METHODS
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

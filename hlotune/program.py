@@ -12,9 +12,10 @@ from __future__ import annotations
 import importlib.util
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hlotune.errors import HlotuneError
 
@@ -69,26 +70,48 @@ def zoo_variants(name: str) -> list[str]:
     """The variants of a zoo workload at its own batch sizes (any `-bN` works too)."""
     from hlotune.zoo import WORKLOADS
 
-    sizes = list(WORKLOADS[name].sizes)
+    return _variants(WORKLOADS[name])
+
+
+@dataclass(frozen=True)
+class WorkloadVariant:
+    """A `PREFIX NAME[@SIZE[-bBATCH][-train]]` spec resolved against a table of workloads."""
+
+    name: str  # the program's name: the spec with its variant spelt out
+    workload: Any  # hlotune.zoo.base.Workload
+    size: str
+    batch: int | None
+    train: bool
+
+
+def resolve_workload(spec: str, prefix: str, workloads: Mapping[str, Any], kind: str) -> WorkloadVariant:
+    """Look up the workload and variant a spec names (default: the first size); `kind` names
+    the table in errors ("zoo program", "GO graph")."""
+    name, _, variant = spec.removeprefix(prefix).partition("@")
+    if name not in workloads:
+        raise HlotuneError(f"unknown {kind} {name!r}; known: {', '.join(sorted(workloads))}")
+    workload = workloads[name]
+    variant = variant or next(iter(workload.sizes))
+    size, batch, train = _parse_variant(variant)
+    if size not in workload.sizes:
+        raise HlotuneError(
+            f"unknown variant {variant!r} of {prefix}{name}; known: "
+            f"{', '.join(_variants(workload))} (SIZE[-bBATCH][-train])"
+        )
+    return WorkloadVariant(f"{prefix}{name}@{variant}", workload, size, batch, train)
+
+
+def _variants(workload) -> list[str]:
+    sizes = list(workload.sizes)
     return sizes + [size + TRAIN_SUFFIX for size in sizes]
 
 
 def _zoo_program(spec: str) -> Program:
     from hlotune.zoo import WORKLOADS
 
-    name, _, variant = spec.removeprefix(ZOO_PREFIX).partition("@")
-    if name not in WORKLOADS:
-        raise HlotuneError(f"unknown zoo program {name!r}; known: {', '.join(sorted(WORKLOADS))}")
-    workload = WORKLOADS[name]
-    variant = variant or next(iter(workload.sizes))
-    size, batch, train = _parse_variant(variant)
-    if size not in workload.sizes:
-        raise HlotuneError(
-            f"unknown variant {variant!r} of zoo:{name}; known: {', '.join(zoo_variants(name))} "
-            "(SIZE[-bBATCH][-train])"
-        )
-    fn, args = workload.program(size, train=train, batch=batch)
-    return Program(f"{ZOO_PREFIX}{name}@{variant}", fn, args)
+    resolved = resolve_workload(spec, ZOO_PREFIX, WORKLOADS, "zoo program")
+    fn, args = resolved.workload.program(resolved.size, train=resolved.train, batch=resolved.batch)
+    return Program(resolved.name, fn, args)
 
 
 _VARIANT = re.compile(r"(?P<size>[a-z0-9_]+)(?:-b(?P<batch>[1-9][0-9]*))?(?P<train>-train)?")

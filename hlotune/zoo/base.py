@@ -42,7 +42,7 @@ class Workload:
         params, x, y = self._example(shape, seed)
         if not train:
             return self.apply, (params, x)
-        return self._train_step, (params, momentum_init(params), x, y)
+        return self.train_step, (params, momentum_init(params), x, y)
 
     def _example(self, size: Mapping[str, int], seed: int):
         """`init` run as one program at a low optimisation level: op by op, it would compile a
@@ -50,7 +50,7 @@ class Workload:
         init = jax.jit(self.init, static_argnames=tuple(size), compiler_options=QUICK_COMPILE)
         return init(jax.random.PRNGKey(seed), **size)
 
-    def _train_step(self, params: Params, velocity, x, y):
+    def train_step(self, params: Params, velocity, x, y):
         loss, grads = jax.value_and_grad(lambda p: self.loss(self.apply(p, x), y))(params)
         params, velocity = momentum_update(params, grads, velocity)
         return params, velocity, loss

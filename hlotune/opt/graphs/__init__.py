@@ -20,9 +20,8 @@ from functools import partial
 
 import jax
 
-from hlotune.errors import HlotuneError
 from hlotune.opt.graphs import conv, rnn, transformer_xl, wavenet
-from hlotune.program import Program, _parse_variant
+from hlotune.program import Program, resolve_workload
 from hlotune.zoo.base import Workload
 
 GO_PREFIX = "go:"
@@ -38,20 +37,12 @@ def load_go_program(spec: str) -> Program:
     """The program of a `go:NAME[@SIZE[-bBATCH][-train]]` spec (default size: tiny), with
     abstract arguments (jax.ShapeDtypeStruct): the simulator needs only the graph, and making
     real parameters for the large sizes takes minutes of random-number kernels."""
-    name, _, variant = spec.removeprefix(GO_PREFIX).partition("@")
-    if name not in GO_WORKLOADS:
-        raise HlotuneError(f"unknown GO graph {name!r}; known: {', '.join(sorted(GO_WORKLOADS))}")
-    workload = GO_WORKLOADS[name]
-    variant = variant or next(iter(workload.sizes))
-    size, batch, train = _parse_variant(variant)
-    if size not in workload.sizes:
-        raise HlotuneError(f"unknown variant {variant!r} of {GO_PREFIX}{name}; sizes: "
-                           f"{', '.join(workload.sizes)} (SIZE[-bBATCH][-train])")
-    shape = dict(workload.sizes[size]) | ({"batch": batch} if batch else {})
+    resolved = resolve_workload(spec, GO_PREFIX, GO_WORKLOADS, "GO graph")
+    workload, name, train = resolved.workload, resolved.name, resolved.train
+    shape = dict(workload.sizes[resolved.size]) | ({"batch": resolved.batch} if resolved.batch else {})
     params, x, y = jax.eval_shape(partial(workload.init, **shape), jax.random.PRNGKey(0))
-    name = f"{GO_PREFIX}{name}@{variant}"
     if not train:
         return Program(name, workload.apply, (params, x))
     # The zoo's training step (loss, gradient, momentum update); the velocity has the params'
     # shapes.
-    return Program(name, workload._train_step, (params, params, x, y))
+    return Program(name, workload.train_step, (params, params, x, y))

@@ -28,7 +28,9 @@ sys.path.insert(0, str(REPO))  # run from a checkout, installed or not
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from hlotune.compiler.flags import FLAG_FEATURE_NAMES, sample_flags  # noqa: E402
+from hlotune.compiler.flags import FLAG_FEATURE_NAMES  # noqa: E402
+from hlotune.compiler.space import SearchSpace  # noqa: E402
+from hlotune.tuning.strategies import RandomSearch  # noqa: E402
 from hlotune.data.builtin import ROOT as BUILTIN  # noqa: E402
 from hlotune.data.dataset import Dataset  # noqa: E402
 from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs  # noqa: E402
@@ -125,7 +127,7 @@ def _layout(fixture: GraphSample, count: int) -> GraphSample:
 
 
 def _flags(fixture: GraphSample, count: int) -> GraphSample:
-    rows = np.stack([config.features() for config in sample_flags(64, seed=0)])
+    rows = np.stack([config.flags.features() for config in RandomSearch(SearchSpace("flags"), 0).ask(64)])
     repeated = np.resize(rows, (count, rows.shape[1]))
     configs = FlagConfigs(repeated, np.array(FLAG_FEATURE_NAMES), np.zeros(count, np.int64))
     return GraphSample(fixture.graph, configs, name=fixture.name)

@@ -37,10 +37,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from hlotune.compiler.layouts import LayoutSpace  # noqa: E402
-from hlotune.program import load_program  # noqa: E402
+from hlotune.programs import load_program  # noqa: E402
 from hlotune.tuning.database import TuningDatabase  # noqa: E402
-from hlotune.tuning.ranking import ModelRanker, load_scorers  # noqa: E402
-from hlotune.tuning.space import SearchSpace  # noqa: E402
+from hlotune.tuning.cost_model import ScorerCostModel, load_scorers  # noqa: E402
+from hlotune.compiler.space import SearchSpace  # noqa: E402
 from hlotune.tuning.tuner import TuneResult, tune  # noqa: E402
 
 PROGRAMS = ("zoo:unet@tiny", "zoo:unet@tiny-train", "zoo:unet@small",
@@ -108,10 +108,10 @@ def _rank_rate(program: str, configs: int = 2048) -> float:
     space = SearchSpace("all", layouts)
     rng = random.Random(0)
     candidates = [space.random_config(rng) for _ in range(configs)]
-    ranker = ModelRanker(load_scorers("pretrained", "all"), layouts)
-    ranker(candidates[:8])  # featurize the graph once, outside the timing
+    model = ScorerCostModel(load_scorers("pretrained", "all"), layouts)
+    model.predict(candidates[:8])  # featurize the graph once, outside the timing
     start = time.perf_counter()
-    ranker(candidates)
+    model.predict(candidates)
     return configs / (time.perf_counter() - start)
 
 

@@ -10,8 +10,8 @@ __version__ = "0.1.0"
 _API = {
     "autotune": ("hlotune.tuning.autotune", "autotune"),
     "featurize": ("hlotune.hlo.sources", "load_samples"),
-    "inspect": ("hlotune.inspect", "inspect_path"),
-    "load_program": ("hlotune.program", "load_program"),
+    "inspect": ("hlotune.inspection", "inspect_path"),
+    "load_program": ("hlotune.programs", "load_program"),
     "read_sample": ("hlotune.data.npz", "read_sample"),
     "write_sample": ("hlotune.data.npz", "write_sample"),
     "Dataset": ("hlotune.data.dataset", "Dataset"),

@@ -86,7 +86,7 @@ def _builtin_train(collection: str | None) -> Dataset:
 
 
 class ModelScorer:
-    """A trained GraphCostModel as a scorer; `model` stays reachable so a tuner can fine-tune it."""
+    """A trained GraphCostModel as a scorer, which a tuner may fine-tune on its measurements."""
 
     def __init__(self, model) -> None:
         self.model = model
@@ -105,3 +105,9 @@ class ModelScorer:
         from hlotune.models.predict import predict_scores
 
         return predict_scores(self.model, sample)
+
+    def fine_tune(self, sample: GraphSample, seed: int = 0) -> None:
+        """Adapt the model to one program's measured configs (`sample`'s runtimes)."""
+        from hlotune.train.fine_tune import fine_tune
+
+        fine_tune(self.model, sample, seed=seed)

@@ -14,7 +14,7 @@ from hlotune.compiler.layouts import LayoutConfig
 from hlotune.compiler.machine import Machine, this_machine
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
-from hlotune.program import load_program
+from hlotune.programs import load_program
 from hlotune.tuning import autotune, tuner
 from hlotune.tuning.database import Decision, TuningDatabase
 

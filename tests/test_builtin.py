@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from hlotune.data.builtin import ROOT, SAMPLES, SPLITS, resolve
+from hlotune.collect.builtin import SAMPLES
+from hlotune.data.builtin import ROOT, SPLITS, resolve
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
 

@@ -117,9 +117,9 @@ def test_user_program_from_a_python_file(tmp_path):
 
 
 def test_featurizing_several_modules_into_one_file_is_refused(tmp_path):
-    from hlotune.compiler.xla import lowered_proto
+    from hlotune.hlo.lowering import lowered_proto
     from hlotune.hlo import wire
-    from hlotune.program import load_program
+    from hlotune.programs import load_program
 
     program = load_program("zoo:mlp@tiny")
     kernel = wire.field_bytes(1, lowered_proto(program.fn, program.args))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import signal
 import subprocess
@@ -12,19 +13,20 @@ import time
 import numpy as np
 import pytest
 
-from hlotune.collect.collector import CollectSettings, collect
+from hlotune.collect.collector import CollectSettings, collect, draw_configs
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import (
     FLAG_FEATURE_NAMES,
     FLAG_OPTIONS,
     FlagConfig,
-    sample_flags,
 )
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.compiler.measure import FAILED, OK, MeasureSettings, measure
+from hlotune.compiler.space import SearchSpace
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
-from hlotune.program import load_program
+from hlotune.programs import load_program
+from hlotune.tuning.strategies import Exhaustive
 
 FAST = MeasureSettings(rounds=2, repeats=3, default_replicas=1)
 
@@ -68,8 +70,6 @@ def test_flag_configs_are_values_with_named_features():
     assert row["xla_disable_hlo_passes=fusion"] == 1 and row["xla_cpu_max_isa=AVX2"] == 1
     assert row["xla_backend_optimization_level"] == 3 and row["xla_cpu_max_isa=AVX"] == 0
     assert FlagConfig.from_dict({"xla_backend_optimization_level": 3}).is_default
-    assert sample_flags(20, seed=1) == sample_flags(20, seed=1) != sample_flags(20, seed=2)
-    assert len(set(sample_flags(40, seed=0))) == 40
 
 
 def test_requested_layouts_show_in_the_compiled_hlo(mlp_space):
@@ -94,7 +94,9 @@ def test_layout_space_matches_the_featurized_graph(mlp_space):
         inst = graph.instructions[site.node]
         assert inst.opcode == site.opcode and len(inst.shape.dims) == site.rank
     assert list(mlp_space.node_config_ids) == sorted(mlp_space.node_config_ids)
-    configs = mlp_space.sample(5, seed=0) + mlp_space.sample(5, seed=0, search="default")
+    space, rng = SearchSpace("layout", mlp_space), random.Random(0)
+    configs = [space.random_config(rng, 0.5).layout for _ in range(5)]
+    configs += [space.near_default(rng).layout for _ in range(5)]
     feat = mlp_space.node_config_feat([LayoutConfig()] + configs)
     assert (feat[0] == -1).all() and (feat[1:, :, 6:] == -1).all()
     for config in configs:
@@ -175,3 +177,18 @@ def test_output_check_scales_tiny_leaves_by_the_whole_output():
     wrong = [np.array([1.0, -2.5]), np.array([1e-9, -2e-9])]
     assert _max_rel_error(wrong, reference) == pytest.approx(0.25)
     assert _max_rel_error([np.array([np.nan, 1.0]), reference[1]], reference) == float("inf")
+
+
+def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
+    settings = CollectSettings(space="flags", configs=40, seed=1)
+    drawn = draw_configs(mlp_space, settings)
+    assert drawn == draw_configs(mlp_space, settings)
+    assert drawn != draw_configs(mlp_space, CollectSettings(space="flags", configs=40, seed=2))
+    assert len(set(drawn)) == 40 and not any(config.is_default for config in drawn)
+    singles = Exhaustive.around_default(SearchSpace("flags")).ask(1000)
+    assert set(drawn[: len(singles)]) == set(singles)  # every single change first
+    for search in ("random", "default"):
+        layouts = draw_configs(mlp_space, CollectSettings(space="layout", configs=6, search=search))
+        assert len(set(layouts)) == 6 and all(config.flags.is_default for config in layouts)
+    with pytest.raises(HlotuneError, match="layout search"):
+        CollectSettings(space="layout", search="sideways")

@@ -13,7 +13,7 @@ from hlotune.hlo.featurize import NUM_NODE_FEATURES, featurize
 from hlotune.hlo.proto import graph_from_proto
 from hlotune.hlo.records import MODULE, MODULE_TUNING_DATA, TUNING_DATA, read_pb
 from hlotune.hlo.sources import from_jax, from_text, read_file
-from hlotune.program import load_program
+from hlotune.programs import load_program
 
 UNET = "unet_3d.4x4.bf16"
 
@@ -111,7 +111,7 @@ def test_tile_kernel_without_default_run_is_an_error():
 
 
 def _zoo_proto(spec: str) -> bytes:
-    from hlotune.compiler.xla import lowered_proto
+    from hlotune.hlo.lowering import lowered_proto
 
     program = load_program(spec)
     return lowered_proto(program.fn, program.args)

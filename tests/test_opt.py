@@ -240,7 +240,7 @@ def test_env_follows_the_gymnasium_api():
 
 @pytest.fixture(scope="module")
 def transformer() -> OpGraph:
-    from hlotune.program import load_program
+    from hlotune.programs import load_program
 
     program = load_program("zoo:transformer@tiny")
     return op_graph(from_jax(program.fn, *program.args))

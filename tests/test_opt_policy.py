@@ -28,7 +28,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 @pytest.fixture(scope="module")
 def transformer() -> OpGraph:
-    from hlotune.program import load_program
+    from hlotune.programs import load_program
 
     program = load_program("zoo:transformer@tiny")
     return op_graph(from_jax(program.fn, *program.args, name=program.name))

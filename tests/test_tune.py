@@ -23,15 +23,16 @@ from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.compiler.machine import Machine, this_machine
 from hlotune.compiler.measure import FAILED, MeasureSettings, Measurement
 from hlotune.errors import HlotuneError
-from hlotune.program import load_program
+from hlotune.programs import load_program
 from hlotune.scorers import load_scorer
-from hlotune.tuning import commands, database, space, strategies
+from hlotune.compiler import space
+from hlotune.tuning import commands, database, strategies
 from hlotune.tuning.compiled import compile_config
 from hlotune.tuning.database import Decision, TuningDatabase
 from hlotune.tuning.fingerprint import program_fingerprint
-from hlotune.tuning.ranking import ModelRanker
-from hlotune.tuning.space import SearchSpace
-from hlotune.tuning.strategies import Evaluation, Evolutionary, Exhaustive, make_strategy
+from hlotune.tuning.cost_model import CostModel, ScorerCostModel
+from hlotune.compiler.space import SearchSpace
+from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial, make_strategy
 from hlotune.tuning.tuner import tune
 
 MLP = "zoo:mlp@tiny"
@@ -185,11 +186,11 @@ def test_strategies_are_deterministic_for_a_seed_and_never_repeat(name, mlp_layo
     def run(seed):
         kind = "flags" if name == "exhaustive" else "all"
         strategy = make_strategy(name, SearchSpace(kind, mlp_layouts), seed)
-        strategy.tell([Evaluation(DEFAULT_CONFIG, 1.0)])
+        strategy.tell([Trial(DEFAULT_CONFIG, 1.0)])
         asked = []
         for _ in range(5):
             batch = strategy.ask(4)
-            strategy.tell([Evaluation(c, _fake_cost(c)) for c in batch])
+            strategy.tell([Trial(c, _fake_cost(c)) for c in batch])
             asked += batch
         return asked
 
@@ -218,18 +219,23 @@ def test_the_search_space_repairs_combinations_xla_cannot_run(mlp_layouts):
 
 def test_a_cost_model_picks_which_candidates_are_measured(mlp_layouts):
     genes = SearchSpace("flags")
-    ranked = Evolutionary(genes, 0, ranker=lambda configs: np.array([_fake_cost(c) for c in configs]))
+    ranked = Evolutionary(genes, 0, cost_model=_FakeCostModel())
     blind = Evolutionary(genes, 0)
     for strategy in (ranked, blind):
-        strategy.tell([Evaluation(DEFAULT_CONFIG, 1.0)])
+        strategy.tell([Trial(DEFAULT_CONFIG, 1.0)])
     assert np.mean([_fake_cost(c) for c in ranked.ask(4)]) < np.mean([_fake_cost(c) for c in blind.ask(4)])
 
     for kind in ("flags", "layout"):
-        ranker = ModelRanker({kind: load_scorer("baseline:analytical")}, mlp_layouts)
+        model = ScorerCostModel({kind: load_scorer("baseline:analytical")}, mlp_layouts)
         configs = [SearchSpace(kind, mlp_layouts).random_config(random.Random(i)) for i in range(5)]
-        assert ranker(configs).shape == (5,)
+        assert model.predict(configs).shape == (5,)
     with pytest.raises(HlotuneError, match="evolutionary"):
-        make_strategy("random", genes, ranker=ranker)
+        make_strategy("random", genes, cost_model=model)
+
+
+class _FakeCostModel(CostModel):
+    def predict(self, configs):
+        return np.array([_fake_cost(c) for c in configs])
 
 
 def test_the_compiled_result_computes_what_the_program_does():

@@ -23,17 +23,17 @@ from tqdm import tqdm
 
 from hlotune.collect.journal import Journal
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FLAG_FEATURE_NAMES, sample_flags
+from hlotune.compiler.encode import COLLECTIONS, ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import OK, BatchResult, MeasureSettings, Measurement, measure
+from hlotune.compiler.space import SearchSpace
 from hlotune.data.npz import write_sample
-from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
-from hlotune.hlo.featurize import featurize
-from hlotune.program import load_program
+from hlotune.programs import load_program
+from hlotune.tuning.strategies import Chain, Exhaustive, RandomSearch, Strategy
 
-SPACES = ("flags", "layout")
+LAYOUT_SEARCHES = ("random", "default")
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,10 @@ class CollectSettings:
     rtol: float = 1e-3
 
     def __post_init__(self) -> None:
-        if self.space not in SPACES:
-            raise HlotuneError(f"unknown space {self.space!r}: use {' or '.join(SPACES)}")
+        if self.space not in COLLECTIONS:
+            raise HlotuneError(f"unknown space {self.space!r}: use {' or '.join(COLLECTIONS)}")
+        if self.search not in LAYOUT_SEARCHES:
+            raise HlotuneError(f"unknown layout search {self.search!r}: use {' or '.join(LAYOUT_SEARCHES)}")
         if min(self.configs, self.samples, self.batch, self.repeats) < 1:
             raise HlotuneError("--configs, --samples, --batch and --repeats must be at least 1")
 
@@ -82,13 +84,12 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
         if done.get("settings") == asdict(settings):
             return CollectResult(**done["result"] | {"resumed": True})
     started = time.perf_counter()
-    space = LayoutSpace(program)
-    candidates = _candidates(space, settings)
+    layouts = LayoutSpace(program)
+    candidates = draw_configs(layouts, settings)
     journal = Journal(out / ".journal" / f"{name}.jsonl", asdict(settings) | {"program": program.name})
     resumed = bool(journal.rounds)
     batches = _measure_batches(program.name, candidates, settings, journal, progress)
-    sample, records = _assemble(space, candidates, batches, settings)
-    sample.name, sample.source = name, program.name
+    sample, records = _assemble(layouts, candidates, batches, settings)
     write_sample(out / f"{name}.npz", sample)
     result = CollectResult(
         program=program.name, path=str(out / f"{name}.npz"),
@@ -107,11 +108,21 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
     return result
 
 
-def _candidates(space: LayoutSpace, settings: CollectSettings) -> list[CompileConfig]:
+def draw_configs(layouts: LayoutSpace, settings: CollectSettings) -> list[CompileConfig]:
+    """The configs to measure, drawn through the tuner's space and strategies (the same seed
+    draws the same configs)."""
+    return _strategy(SearchSpace(settings.space, layouts), settings).ask(settings.configs)
+
+
+def _strategy(space: SearchSpace, settings: CollectSettings) -> Strategy:
+    """Flags: every single change of the default first (the knobs that matter differ per graph),
+    then random combinations. Layouts, as TpuGraphs' two searches: each site set with
+    probability 1/2 (`random`), or the compiler's choice perturbed at one to three sites."""
     if settings.space == "flags":
-        return [CompileConfig(flags=f) for f in sample_flags(settings.configs, settings.seed)]
-    layouts = space.sample(settings.configs, settings.seed, search=settings.search)
-    return [CompileConfig(layout=layout) for layout in layouts]
+        return Chain(Exhaustive.around_default(space, seed=settings.seed), RandomSearch(space, settings.seed))
+    if settings.search == "random":
+        return RandomSearch(space, settings.seed, rate=0.5)
+    return RandomSearch(space, settings.seed, near_default=3)
 
 
 def _measure_batches(program, candidates, settings, journal: Journal, progress: bool) -> list[dict]:
@@ -158,7 +169,7 @@ def _record(measurement: Measurement) -> dict:
     }
 
 
-def _assemble(space: LayoutSpace, candidates, batches: list[dict], settings: CollectSettings):
+def _assemble(layouts: LayoutSpace, candidates, batches: list[dict], settings: CollectSettings):
     """The npz sample (default first, then the healthy configs) and one record per candidate."""
     default_ns = float(np.median([b["default_ns"] for b in batches]))
     configs, runtimes, samples, records = [DEFAULT_CONFIG], [default_ns], [batches[0]["reference_samples"]], []
@@ -171,13 +182,7 @@ def _assemble(space: LayoutSpace, candidates, batches: list[dict], settings: Col
                 runtimes.append(record["median_ns"] * scale)
                 samples.append(record["samples"])
     width = min(len(s) for s in samples)
-    measured = dict(
-        config_runtime=np.rint(runtimes).astype(np.int64),
-        config_runtime_samples=np.array([s[:width] for s in samples], np.int64),
+    sample = ConfigEncoder(layouts).graph_sample(
+        settings.space, configs, np.array(runtimes), np.array([s[:width] for s in samples], np.int64)
     )
-    graph = featurize(space.graph)
-    if settings.space == "flags":
-        feat = np.stack([c.flags.features() for c in configs])
-        return GraphSample(graph, FlagConfigs(feat, np.array(FLAG_FEATURE_NAMES), **measured)), records
-    layouts = LayoutConfigs(space.node_config_ids, space.node_config_feat([c.layout for c in configs]), **measured)
-    return GraphSample(graph, layouts), records
+    return sample, records

@@ -10,16 +10,15 @@ renames options between releases, and a test compiles every value listed here.
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from hlotune.data.schema import DISABLE_PASSES, flag_column
 from hlotune.errors import HlotuneError
 
-DISABLE_PASSES = "xla_disable_hlo_passes"
 FAST_MATH = "xla_cpu_enable_fast_math"
 
 
@@ -79,10 +78,10 @@ def _feature_names() -> tuple[str, ...]:
     names: list[str] = []
     for option in FLAG_OPTIONS:
         if all(isinstance(v, (bool, int)) for v in option.values):
-            names.append(option.name)
+            names.append(flag_column(option.name))
         else:  # strings: one-hot over the non-default values
-            names += [f"{option.name}={v}" for v in option.values[1:]]
-    return (*names, *(f"{DISABLE_PASSES}={p}" for p in KNOWN_PASSES))
+            names += [flag_column(option.name, v) for v in option.values[1:]]
+    return (*names, *(flag_column(DISABLE_PASSES, p) for p in KNOWN_PASSES))
 
 
 FLAG_FEATURE_NAMES: tuple[str, ...] = _feature_names()
@@ -168,45 +167,3 @@ class FlagConfig:
 
 
 DEFAULT_FLAGS = FlagConfig()
-
-
-def single_changes() -> list[FlagConfig]:
-    """Every option moved alone to each non-default value, and each sampled pass disabled alone."""
-    configs = [
-        FlagConfig.from_dict({option.name: value} | _fast_math_for(option.name))
-        for option in FLAG_OPTIONS
-        for value in option.values[1:]
-    ]
-    return configs + [FlagConfig((), (p,)) for p in SAMPLED_PASSES]
-
-
-def _fast_math_for(name: str) -> dict:
-    return {FAST_MATH: True} if name in FAST_MATH_ONLY else {}
-
-
-def sample_flags(count: int, seed: int) -> list[FlagConfig]:
-    """`count` distinct configs, the same for the same seed: single changes first (the knobs
-    that matter differ per graph), then random combinations and subsets of disabled passes."""
-    rng = random.Random(seed)
-    singles = single_changes()
-    rng.shuffle(singles)
-    configs = list(dict.fromkeys(singles[:count]))
-    attempts = 0
-    while len(configs) < count and attempts < 100 * count:
-        attempts += 1
-        config = _random_combination(rng)
-        if config not in configs and not config.is_default:
-            configs.append(config)
-    return configs
-
-
-def _random_combination(rng: random.Random) -> FlagConfig:
-    values = {
-        option.name: rng.choice(option.values[1:])
-        for option in FLAG_OPTIONS
-        if option.name not in FAST_MATH_ONLY and rng.random() < 0.25
-    }
-    if values.get(FAST_MATH):
-        values |= {name: rng.choice(OPTIONS_BY_NAME[name].values) for name in FAST_MATH_ONLY}
-    passes = [p for p in SAMPLED_PASSES if rng.random() < 0.15]
-    return FlagConfig.from_dict(values | {DISABLE_PASSES: passes})

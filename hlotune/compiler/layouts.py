@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -24,7 +23,7 @@ import numpy as np
 
 from hlotune.errors import HlotuneError
 from hlotune.hlo.graph import HloGraph
-from hlotune.program import Program
+from hlotune.programs import Program
 
 SITE_OPCODES = {
     "dot_general": "dot",
@@ -198,32 +197,6 @@ class LayoutSpace:
     @property
     def node_config_ids(self) -> np.ndarray:
         return np.array([site.node for site in self.sites], np.int64)
-
-    def sample(self, count: int, seed: int, *, search: str = "random") -> list[LayoutConfig]:
-        """Distinct non-default configs, like TpuGraphs' two searches (same seed, same configs):
-        `random` sets each site to a uniform permutation with probability 1/2; `default`
-        perturbs the compiler's choice at one to three sites."""
-        if search not in ("random", "default"):
-            raise HlotuneError(f"unknown layout search {search!r}: use random or default")
-        if not self.sites:
-            raise HlotuneError(f"{self.program.name}: no configurable layout sites")
-        rng = random.Random(seed)
-        configs: dict[LayoutConfig, None] = {}
-        for _ in range(100 * count):
-            if len(configs) == count:
-                break
-            config = LayoutConfig.from_dict(
-                {site.key: rng.sample(range(site.rank), site.rank) for site in self._draw(rng, search)}
-            )
-            if not config.is_default:
-                configs[config] = None
-        return list(configs)
-
-    def _draw(self, rng: random.Random, search: str) -> list[LayoutSite]:
-        """The sites a new config sets: each with probability 1/2, or one to three of them."""
-        if search == "random":
-            return [site for site in self.sites if rng.random() < 0.5]
-        return rng.sample(self.sites, min(len(self.sites), rng.randint(1, 3)))
 
 
 def _site_scope(op_name: str) -> str | None:

@@ -27,7 +27,7 @@ class Worker:
 
     def load(self, program: str) -> dict:
         from hlotune.compiler.layouts import LayoutSpace
-        from hlotune.program import load_program
+        from hlotune.programs import load_program
 
         self._space = LayoutSpace(load_program(program))
         return {"ok": True, "sites": len(self._space.sites)}

@@ -226,6 +226,18 @@ CONFIG_KEYS: Mapping[str, tuple[KeySpec, ...]] = {
     ),
 }
 
+# How a flags file names its config_feat columns (config_feat_names), so that models read
+# configs without knowing the compiler: `OPTION` holds a boolean or numeric option's value,
+# `OPTION=VALUE` is 1 where a string option takes VALUE, and `xla_disable_hlo_passes=PASS` is 1
+# where PASS is disabled.
+DISABLE_PASSES = "xla_disable_hlo_passes"
+
+
+def flag_column(option: str, value: object | None = None) -> str:
+    """The column name of `option` (numeric), or of `option` taking `value` (one-hot)."""
+    return option if value is None else f"{option}={value}"
+
+
 # The key whose presence says which collection a file belongs to.
 MARKERS: Mapping[str, str] = {
     "tile": "config_runtime_normalizers",

@@ -82,8 +82,8 @@ def compose_modules(protos: Sequence[bytes], target_nodes: int, name: str = "com
 
 def zoo_protos(specs: Sequence[str] = ZOO_SPECS, *, optimized: bool = True) -> list[bytes]:
     """The HloModuleProtos of zoo programs (real architectures) to compose from."""
-    from hlotune.compiler.xla import lowered_proto
-    from hlotune.program import load_program
+    from hlotune.hlo.lowering import lowered_proto
+    from hlotune.programs import load_program
 
     programs = [load_program(spec) for spec in specs]
     return [lowered_proto(p.fn, p.args, optimized=optimized) for p in programs]

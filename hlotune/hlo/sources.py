@@ -5,20 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from hlotune.compiler import xla
-from hlotune.compiler.text_parser import text_to_proto
+from hlotune.hlo import lowering
+from hlotune.hlo.text_parser import text_to_proto
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
 from hlotune.hlo.graph import HloGraph
 from hlotune.hlo.proto import graph_from_proto
 from hlotune.hlo.records import MODULE, ModuleRecord, read_pb
-from hlotune.program import is_program_spec, load_program
+from hlotune.programs import is_program_spec, load_program
 
 
 def from_jax(fn: Callable, *args, optimized: bool = False, name: str = "") -> HloGraph:
     """The graph of `jax.jit(fn)(*args)`; `optimized` takes it after XLA:CPU's passes."""
-    graph = graph_from_proto(xla.lowered_proto(fn, args, optimized=optimized))
+    graph = graph_from_proto(lowering.lowered_proto(fn, args, optimized=optimized))
     if name:
         graph.name = name
     return graph
@@ -26,11 +26,11 @@ def from_jax(fn: Callable, *args, optimized: bool = False, name: str = "") -> Hl
 
 def from_text(text: str, *, optimized: bool = False) -> HloGraph:
     proto = text_to_proto(text)
-    return graph_from_proto(xla.optimize_proto(proto) if optimized else proto)
+    return graph_from_proto(lowering.optimize_proto(proto) if optimized else proto)
 
 
 def from_proto(data: bytes, *, optimized: bool = False) -> HloGraph:
-    return graph_from_proto(xla.optimize_proto(data) if optimized else data)
+    return graph_from_proto(lowering.optimize_proto(data) if optimized else data)
 
 
 def read_file(path: str | Path, *, optimized: bool = False) -> tuple[str, list[ModuleRecord]]:

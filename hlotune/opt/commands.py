@@ -185,7 +185,7 @@ def load_graphs(source: str) -> list[tuple[str, OpGraph]]:
     from hlotune.hlo.sources import from_jax, read_file
     from hlotune.opt.costs import op_graph
     from hlotune.opt.graphs import GO_PREFIX, load_go_program
-    from hlotune.program import is_program_spec, load_program
+    from hlotune.programs import is_program_spec, load_program
 
     if source.startswith(GO_PREFIX) or is_program_spec(source):
         program = (load_go_program if source.startswith(GO_PREFIX) else load_program)(source)

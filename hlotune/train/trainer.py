@@ -190,7 +190,7 @@ def _train(
         raise HlotuneError("graph segment training propagates layouts: it needs layout_join 'nodes'")
     step = _Step(model, None if settings.gst is None else SegmentTraining(settings.gst))
     wrapped = distributed.wrap(step, group, unused=settings.gst is not None)
-    run = _Run(wrapped, optimizer, loss_fn, train_sets,
+    run = _TrainingRun(wrapped, optimizer, loss_fn, train_sets,
                _labelled_files(train_sets), settings, group)
 
     while state.epoch < epochs and not state.stopped_early:
@@ -283,7 +283,7 @@ class _Step(torch.nn.Module):
 
 
 @dataclass
-class _Run:
+class _TrainingRun:
     """What every epoch of a run uses."""
 
     step: torch.nn.Module  # _Step, DDP-wrapped in a group
@@ -300,7 +300,7 @@ class _Run:
         return self.settings.graphs_per_step * self.group.world
 
 
-def _train_epoch(run: _Run, state: TrainerState, progress: bool) -> float:
+def _train_epoch(run: _TrainingRun, state: TrainerState, progress: bool) -> float:
     """One pass over the training graphs in a (seed, epoch)-shuffled order; the mean graph loss.
 
     Step j takes the next `run.graphs_per_step` graphs of the order, this process its own share.
@@ -343,7 +343,7 @@ def _train_epoch(run: _Run, state: TrainerState, progress: bool) -> float:
     return float(np.mean(losses)) if losses else math.nan
 
 
-def _graph_loss(run: _Run, file: tuple[int, int], seed: list[int]) -> torch.Tensor:
+def _graph_loss(run: _TrainingRun, file: tuple[int, int], seed: list[int]) -> torch.Tensor:
     """The loss on `configs_per_batch` random measured configs of one graph."""
     d, i = file
     sample = run.train_sets[d][i]

@@ -18,7 +18,7 @@ __all__ = list(_API)
 
 def __getattr__(name: str):
     if name not in _API:
-        raise AttributeError(f"module 'hlotune.tune' has no attribute {name!r}")
+        raise AttributeError(f"module 'hlotune.tuning' has no attribute {name!r}")
     from importlib import import_module
 
     module, attribute = _API[name]

@@ -2,7 +2,7 @@
 
 A tuned config only holds for one computation on one machine, so the wrapper works per
 signature (the arguments' tree, shapes and dtypes): the first call with a new signature exports
-the function (hlotune.exported), computes the program fingerprint and asks the tuning database
+the function (hlotune.programs.exported), computes the program fingerprint and asks the tuning database
 for a decision made on this machine under this jax. With one, calls run the program compiled
 under the chosen config; without one, `tune_on_first_call` tunes it there and then (measuring
 in a worker process, which takes a while) and later calls reuse the result, otherwise calls
@@ -25,7 +25,7 @@ from typing import Any
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
-from hlotune.program import Program
+from hlotune.programs import Program
 from hlotune.tuning.database import TuningDatabase, default_db_path
 
 DATABASE, TUNED, JIT = "database", "tuned", "jit"
@@ -82,7 +82,7 @@ class Autotuned:
         return self._entries[key]
 
     def _resolve(self, args: tuple) -> _Entry:
-        from hlotune.exported import export_function
+        from hlotune.programs.exported import export_function
         from hlotune.tuning.fingerprint import program_fingerprint
         from hlotune.tuning.tuner import tune
 

@@ -161,7 +161,7 @@ def _database(args: argparse.Namespace):
 
 
 def _fingerprint(db, program: str) -> str:
-    from hlotune.program import is_program_spec, load_program
+    from hlotune.programs import is_program_spec, load_program
     from hlotune.tuning.fingerprint import program_fingerprint
 
     if is_program_spec(program):

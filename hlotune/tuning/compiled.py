@@ -13,7 +13,7 @@ from collections.abc import Callable
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
-from hlotune.program import Program
+from hlotune.programs import Program
 
 
 def compile_config(program: Program, config: CompileConfig) -> Callable:

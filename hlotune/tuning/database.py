@@ -24,6 +24,7 @@ import math
 import os
 import sqlite3
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,8 +150,34 @@ class Export:
     note: str  # what the format cannot say ("" when nothing is lost)
 
 
-class TuningDatabase:
-    """A tuning database file; records of other machines and compilers stay invisible."""
+class Database(ABC):
+    """What a tuner needs from storage (MetaSchedule's Database): look a config up before
+    measuring it, store each measured batch at once, and keep each tune's decision."""
+
+    @abstractmethod
+    def register(self, fingerprint: str, name: str) -> None: ...
+
+    @abstractmethod
+    def lookup(self, program: str, config_key: str) -> Record | None: ...
+
+    @abstractmethod
+    def records(self, program: str) -> list[Record]:
+        """Every record of the program, in the order they were stored."""
+
+    @abstractmethod
+    def record_batch(self, program: str, batch: BatchResult, *, with_default: bool) -> None:
+        """Store a batch's candidates (and its reference default) in one commit."""
+
+    @abstractmethod
+    def decision(self, program: str, candidate_key: str | None = None) -> Decision | None:
+        """The latest decision of the program (about `candidate_key`, if given)."""
+
+    @abstractmethod
+    def decide(self, decision: Decision) -> None: ...
+
+
+class TuningDatabase(Database):
+    """A tuning database file (SQLite); records of other machines and compilers stay invisible."""
 
     def __init__(self, path: str | Path, *, machine: Machine | None = None) -> None:
         self.path = Path(path)

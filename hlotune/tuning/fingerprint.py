@@ -14,9 +14,9 @@ import hashlib
 
 import numpy as np
 
-from hlotune.compiler import xla
+from hlotune.hlo import lowering
 from hlotune.hlo import wire
-from hlotune.program import Program
+from hlotune.programs import Program
 
 # Field numbers of XLA's hlo.proto.
 _MODULE_ID, _MODULE_STACK_FRAMES, _MODULE_COMPUTATIONS = 5, 17, 3
@@ -30,7 +30,7 @@ def program_fingerprint(program: Program) -> str:
     import jax
 
     digest = hashlib.sha256()
-    module = wire.decode(xla.lowered_proto(program.fn, program.args))
+    module = wire.decode(lowering.lowered_proto(program.fn, program.args))
     _hash_fields(digest, module, skip={_MODULE_ID, _MODULE_STACK_FRAMES, _MODULE_COMPUTATIONS})
     for computation in wire.iter_messages(module, _MODULE_COMPUTATIONS):
         _hash_fields(digest, computation, skip={_COMPUTATION_INSTRUCTIONS})

@@ -39,7 +39,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.machine import Machine, this_machine
 from hlotune.compiler.measure import BatchResult, MeasureSettings, measure
 from hlotune.errors import HlotuneError
-from hlotune.program import EXPORT_PREFIX
+from hlotune.programs import EXPORT_PREFIX
 
 _START_TIMEOUT_S = 120.0  # for every worker to start and report its machine
 _CONNECT_TIMEOUT_S = 10.0

@@ -15,23 +15,26 @@ from __future__ import annotations
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
-from hlotune.tuning.space import SearchSpace
+from hlotune.compiler.space import SearchSpace
+
+if TYPE_CHECKING:
+    from hlotune.tuning.cost_model import CostModel
 
 STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
 
-# Scores candidate configs, lower = predicted faster (a cost model, see ranking.py).
-Ranker = Callable[[Sequence[CompileConfig]], np.ndarray]
-
 
 @dataclass(frozen=True)
-class Evaluation:
+class Trial:
+    """A config and its cost, told back to the strategy that asked for it."""
+
     config: CompileConfig
     cost: float  # runtime / the same batch's default runtime; inf: failed or wrong output
 
@@ -49,9 +52,9 @@ class Strategy(ABC):
     def ask(self, n: int) -> list[CompileConfig]:
         """Up to `n` configs never asked before; fewer (or none) when the space runs dry."""
 
-    def tell(self, evaluations: Sequence[Evaluation]) -> None:
-        for evaluation in evaluations:
-            self.costs[evaluation.config] = evaluation.cost
+    def tell(self, trials: Sequence[Trial]) -> None:
+        for trial in trials:
+            self.costs[trial.config] = trial.cost
 
     def _fresh(self, config: CompileConfig) -> bool:
         """Whether `config` is new, marking it asked if so."""
@@ -62,20 +65,27 @@ class Strategy(ABC):
 
 
 class RandomSearch(Strategy):
-    """Independent random configs: the baseline every other strategy must beat."""
+    """Independent random configs: the baseline every other strategy must beat. Each gene moves
+    with probability `rate`, or, with `near_default`, one to that many genes move."""
 
     name = "random"
 
-    def __init__(self, space: SearchSpace, seed: int = 0) -> None:
+    def __init__(
+        self, space: SearchSpace, seed: int = 0, *, rate: float = 0.25, near_default: int | None = None
+    ) -> None:
         super().__init__()
         self._space, self._rng = space, random.Random(seed)
+        self._rate, self._near_default = rate, near_default
 
     def ask(self, n: int) -> list[CompileConfig]:
         configs: list[CompileConfig] = []
         for _ in range(100 * n):
             if len(configs) == n:
                 break
-            config = self._space.random_config(self._rng)
+            if self._near_default is None:
+                config = self._space.random_config(self._rng, self._rate)
+            else:
+                config = self._space.near_default(self._rng, self._near_default)
             if self._fresh(config):
                 configs.append(config)
         return configs
@@ -118,10 +128,35 @@ class Exhaustive(Strategy):
         return configs
 
 
+class Chain(Strategy):
+    """Each strategy in turn, the next once the one before runs dry: e.g. every single change
+    of the default first, then random combinations (how `hlotune collect` draws flags)."""
+
+    def __init__(self, *strategies: Strategy) -> None:
+        super().__init__()
+        self._strategies = strategies
+        self.name = "+".join(strategy.name for strategy in strategies)
+
+    def ask(self, n: int) -> list[CompileConfig]:
+        configs: list[CompileConfig] = []
+        for strategy in self._strategies:
+            while len(configs) < n:
+                fresh = [c for c in strategy.ask(n - len(configs)) if self._fresh(c)]
+                if not fresh:
+                    break
+                configs += fresh
+        return configs
+
+    def tell(self, trials: Sequence[Trial]) -> None:
+        super().tell(trials)
+        for strategy in self._strategies:
+            strategy.tell(trials)
+
+
 class Evolutionary(Strategy):
     """Mutation and crossover of the best configs so far, optionally ranked by a cost model.
 
-    Until `population` configs are known it explores at random. With a `ranker`, each ask
+    Until `population` configs are known it explores at random. With a `cost_model`, each ask
     generates `pool` times more candidates than it returns and keeps those the model ranks
     fastest, as Ansor and MetaSchedule do: the model is cheap, measurements are not.
     """
@@ -130,14 +165,14 @@ class Evolutionary(Strategy):
 
     def __init__(
         self, space: SearchSpace, seed: int = 0, *, population: int = 8,
-        ranker: Ranker | None = None, pool: int = 8,
+        cost_model: CostModel | None = None, pool: int = 8,
     ) -> None:
         super().__init__()
         self._space, self._rng = space, random.Random(seed)
-        self._population, self._ranker, self._pool = population, ranker, pool
+        self._population, self._cost_model, self._pool = population, cost_model, pool
 
     def ask(self, n: int) -> list[CompileConfig]:
-        wanted = n * self._pool if self._ranker is not None else n
+        wanted = n * self._pool if self._cost_model is not None else n
         parents = self._parents()
         evolve = len(parents) >= self._population
         candidates: dict[CompileConfig, None] = {}
@@ -148,8 +183,9 @@ class Evolutionary(Strategy):
             if config not in self._asked:
                 candidates[config] = None
         chosen = list(candidates)
-        if self._ranker is not None and len(chosen) > n:
-            order = np.argsort(np.asarray(self._ranker(chosen), dtype=np.float64), kind="stable")
+        if self._cost_model is not None and len(chosen) > n:
+            scores = np.asarray(self._cost_model.predict(chosen), dtype=np.float64)
+            order = np.argsort(scores, kind="stable")
             chosen = [chosen[i] for i in order[:n]]
         return [config for config in chosen if self._fresh(config)]
 
@@ -218,17 +254,17 @@ class OptunaTPE(Strategy):
                 configs.append(config)
         return configs
 
-    def tell(self, evaluations: Sequence[Evaluation]) -> None:
-        super().tell(evaluations)
-        for evaluation in evaluations:
-            trials = self._waiting.pop(evaluation.config, None)
-            if trials is not None:
-                for number in trials:
-                    self._finish(number, evaluation.cost)
-            elif math.isfinite(evaluation.cost):  # not Optuna's own suggestion: the default
+    def tell(self, trials: Sequence[Trial]) -> None:
+        super().tell(trials)
+        for trial in trials:
+            waiting = self._waiting.pop(trial.config, None)
+            if waiting is not None:
+                for number in waiting:
+                    self._finish(number, trial.cost)
+            elif math.isfinite(trial.cost):  # not Optuna's own suggestion: the default
                 self._study.add_trial(self._optuna.trial.create_trial(
-                    params=self._indices(evaluation.config), distributions=self._distributions,
-                    value=evaluation.cost,
+                    params=self._indices(trial.config), distributions=self._distributions,
+                    value=trial.cost,
                 ))
 
     def _finish(self, number: int, cost: float) -> None:
@@ -246,15 +282,15 @@ class OptunaTPE(Strategy):
 
 
 def make_strategy(
-    name: str, space: SearchSpace, seed: int = 0, ranker: Ranker | None = None
+    name: str, space: SearchSpace, seed: int = 0, cost_model: CostModel | None = None
 ) -> Strategy:
     """The strategy called `name`; only evolutionary search uses a cost model."""
     if name not in STRATEGIES:
         raise HlotuneError(f"unknown strategy {name!r}: use {', '.join(STRATEGIES)}")
-    if ranker is not None and name != "evolutionary":
+    if cost_model is not None and name != "evolutionary":
         raise HlotuneError(f"a cost model ranks candidates of the evolutionary strategy only, not {name}")
     if name == "evolutionary":
-        return Evolutionary(space, seed, ranker=ranker)
+        return Evolutionary(space, seed, cost_model=cost_model)
     if name == "random":
         return RandomSearch(space, seed)
     if name == "exhaustive":

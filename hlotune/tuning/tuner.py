@@ -12,36 +12,40 @@ best candidate is re-measured in one last batch beside the default: it is chosen
 gain exceeds that batch's noise floor, otherwise the default is kept and the result says so.
 The decision is stored, so a re-run that ends on the same candidate measures nothing.
 
-The evolutionary strategy's candidates are ranked by the shipped pretrained cost models unless
-told otherwise (ranking.py); with `fine_tune_every` the models are fine-tuned on the program's
-own measurements each time that many more configs have been evaluated. Fine-tuning sees the
-same costs at the same points on a resumed run, so the search stays deterministic.
+The loop is a `Tuner` of swappable parts, as in TVM MetaSchedule: the program's config space,
+a search strategy (strategies.py), an optional cost model that ranks its candidates and learns
+from measurements (cost_model.py), a runner that measures (runners.py: this machine, a Ray
+cluster, or a replay of recorded measurements), a database (database.py) and callbacks
+(callbacks.py: progress, cost-model updates, yours). `tune()` builds the usual parts from
+names. The evolutionary strategy's candidates are ranked by the shipped pretrained cost models
+unless told otherwise; with `fine_tune_every` the models are fine-tuned on the program's own
+measurements each time that many more configs have been evaluated. Fine-tuning sees the same
+costs at the same points on a resumed run, so the search stays deterministic.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
-
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.measure import BatchResult, MeasureSettings
+from hlotune.compiler.space import SPACES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
-from hlotune.program import Program, load_program
-from hlotune.tuning.database import Decision, Record, TuningDatabase, default_db_path
+from hlotune.programs import Program, load_program
+from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
+from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, ScorerCostModel, load_scorers
+from hlotune.tuning.database import Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
-from hlotune.tuning.ranking import DEFAULT_MODEL, ModelRanker, load_scorers
 from hlotune.tuning.runners import Runner, open_runner
-from hlotune.tuning.space import SPACES, SearchSpace
-from hlotune.tuning.strategies import Evaluation, Strategy, make_strategy
+from hlotune.tuning.strategies import Strategy, Trial, make_strategy
 
 
 @dataclass
@@ -93,12 +97,13 @@ def tune(
     seed: int = 0,
     progress: bool = True,
     runner: str | Runner = "local",
+    callbacks: Sequence[Callback] = (),
 ) -> TuneResult:
     """Tune the program spec `program` (zoo:NAME[@VARIANT], file.py:FACTORY, export:PATH), or
     the JAX function `program` for the example arguments `args` (pytrees of arrays).
 
     A function is exported with jax.export into `programs/` beside the database (so the worker
-    can load it, see hlotune.exported); on it the layout space holds only the arguments'
+    can load it, see hlotune.programs.exported); on it the layout space holds only the arguments'
     layouts. `result.compiled()` takes and returns what the function does.
 
     `budget` evaluated configs (the default included) and/or `time_s` seconds, whichever ends
@@ -108,9 +113,37 @@ def tune(
     `hlotune.scorers.load_scorer`, or None for none; other strategies use no model.
     `fine_tune_every` N fine-tunes the model on the measurements every N evaluated configs.
     `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and
-    written under its machine's hardware fingerprint (runners.py).
+    written under its machine's hardware fingerprint (runners.py). `callbacks` see every batch.
     """
     started = time.monotonic()
+    _check_arguments(space, budget, time_s, batch, fine_tune_every)
+    if strategy != "evolutionary" and model == DEFAULT_MODEL:
+        model = None  # the default model serves the one strategy that ranks
+    if isinstance(strategy, Strategy) and model is not None:
+        raise HlotuneError("a model ranks for a strategy named here; give your Strategy its cost model instead")
+    db_path = Path(db_path or default_db_path())
+    if not isinstance(program, str):
+        from hlotune.programs.exported import export_function
+
+        program = export_function(program, args).save(db_path.parent / "programs")
+    elif args:
+        raise HlotuneError("example arguments go with a function, not with a program spec")
+    loaded = load_program(program)
+    layouts = LayoutSpace(loaded) if space != "flags" or model is not None else None
+    search_space = SearchSpace(space, layouts)
+    cost_model = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
+    search = strategy if isinstance(strategy, Strategy) else make_strategy(strategy, search_space, seed, cost_model)
+    extra = [UpdateCostModel(fine_tune_every)] if cost_model is not None and fine_tune_every else []
+    extra += [ProgressBar(budget)] if progress else []
+    with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
+        tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
+                      callbacks=[*extra, *callbacks], settings=settings)
+        deadline = None if time_s is None else started + time_s
+        decision = tuner.run(budget, deadline, batch)
+    return tuner.result(decision, seconds=time.monotonic() - started)
+
+
+def _check_arguments(space: str, budget, time_s, batch: int, fine_tune_every) -> None:
     if space not in SPACES:
         raise HlotuneError(f"unknown space {space!r}: use {', '.join(SPACES)}")
     if budget is None and time_s is None:
@@ -119,150 +152,124 @@ def tune(
         raise HlotuneError("the budget, the batch size and the time limit must be positive")
     if fine_tune_every is not None and fine_tune_every < 1:
         raise HlotuneError(f"fine_tune_every must be at least 1, got {fine_tune_every}")
-    if strategy != "evolutionary" and model == DEFAULT_MODEL:
-        model = None  # the default model serves the one strategy that ranks
-    if isinstance(strategy, Strategy) and model is not None:
-        raise HlotuneError("a model ranks for a strategy named here; give your Strategy its ranker instead")
-    db_path = Path(db_path or default_db_path())
-    if not isinstance(program, str):
-        from hlotune.exported import export_function
-
-        program = export_function(program, args).save(db_path.parent / "programs")
-    elif args:
-        raise HlotuneError("example arguments go with a function, not with a program spec")
-    loaded = load_program(program)
-    fingerprint = program_fingerprint(loaded)
-    search, ranker = (strategy, None) if isinstance(strategy, Strategy) else _make(
-        strategy, loaded, space, seed, model)
-    fine_tuning = None if ranker is None or fine_tune_every is None else _FineTuning(
-        ranker, fine_tune_every, seed)
-    with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
-        db.register(fingerprint, loaded.name)
-        run = _Run(loaded.name, fingerprint, db, settings, measurer)
-        deadline = None if time_s is None else started + time_s
-        run.search(search, budget, deadline, batch, progress, fine_tuning)
-        decision = run.decide(search.name, space)
-    best_costs = np.minimum.accumulate([e.cost for e in run.evaluations])
-    candidate_ns = decision.candidate_ns
-    return TuneResult(
-        program=loaded.name,
-        default_ms=decision.default_ns / 1e6,
-        best_ms=(decision.default_ns if decision.kept_default else candidate_ns) / 1e6,
-        speedup=decision.speedup,
-        noise=math.nan if decision.noise_floor is None else decision.noise_floor,
-        measurements=run.measured,
-        resumed=run.resumed,
-        best_config=decision.chosen,
-        strategy=search.name,
-        kept_default=decision.kept_default,
-        history=[float(1 / cost) for cost in best_costs],
-        space=space,
-        fingerprint=fingerprint,
-        failed=sum(not math.isfinite(e.cost) for e in run.evaluations),
-        candidate=decision.candidate,
-        candidate_speedup=decision.default_ns / candidate_ns if candidate_ns else None,
-        seconds=time.monotonic() - started,
-        _program=loaded,
-    )
 
 
-def _make(
-    name: str, program: Program, space: str, seed: int, model: str | Scorer | None
-) -> tuple[Strategy, ModelRanker | None]:
-    layouts = LayoutSpace(program) if space != "flags" or model is not None else None
-    ranker = None if model is None else ModelRanker(load_scorers(model, space), layouts)
-    return make_strategy(name, SearchSpace(space, layouts), seed, ranker), ranker
+class Tuner:
+    """One program's tune on one machine: what it evaluated, measured and found in the database.
 
+    The strategy asks, the database answers what it already holds, the runner measures the rest
+    in one batch beside the default, the database stores it, and the strategy and the callbacks
+    are told. `cost_model` is the one the strategy ranks with, kept here for the callbacks that
+    teach it.
+    """
 
-class _FineTuning:
-    """Fine-tunes a ranker's models each time `every` more configs have been evaluated."""
-
-    def __init__(self, ranker: ModelRanker, every: int, seed: int) -> None:
-        self.ranker, self.every, self.seed = ranker, every, seed
-        self.done_at = 1  # the default alone teaches nothing
-
-    def __call__(self, run: _Run) -> None:
-        if len(run.evaluations) - self.done_at >= self.every:
-            self.done_at = len(run.evaluations)
-            costs = {e.config: e.cost for e in run.evaluations}
-            self.ranker.fine_tune(costs, run.default.median_ns, self.seed + self.done_at)
-
-
-class _Run:
-    """One tune's bookkeeping: what it evaluated, measured and found in the database."""
-
-    def __init__(self, program: str, fingerprint: str, db: TuningDatabase, settings: MeasureSettings,
-                 runner: Runner) -> None:
-        self.program, self.fingerprint, self.db, self.settings = program, fingerprint, db, settings
-        self.runner = runner
-        self.default: Record | None = db.lookup(fingerprint, DEFAULT_CONFIG.key)
+    def __init__(
+        self, program: Program, space: SearchSpace, strategy: Strategy, runner: Runner,
+        database: Database, *, cost_model: CostModel | None = None,
+        callbacks: Sequence[Callback] = (), settings: MeasureSettings = MeasureSettings(),
+        fingerprint: str | None = None,
+    ) -> None:
+        self.program, self.space, self.strategy, self.runner = program, space, strategy, runner
+        self.database, self.cost_model, self.callbacks = database, cost_model, list(callbacks)
+        self.settings = settings
+        self.fingerprint = fingerprint or program_fingerprint(program)
+        default = database.lookup(self.fingerprint, DEFAULT_CONFIG.key)
+        self.default_ns: float | None = None if default is None else default.median_ns
         self.measured = 0
-        self.resumed = int(self.default is not None)
-        self.evaluations = [Evaluation(DEFAULT_CONFIG, 1.0)]  # costs are relative to the default
+        self.resumed = int(default is not None)
+        self.trials = [Trial(DEFAULT_CONFIG, 1.0)]  # costs are relative to the default
 
-    def search(self, strategy: Strategy, budget: int | None, deadline: float | None, batch: int,
-               progress: bool, after_batch: Callable[[_Run], None] | None = None) -> None:
-        strategy.tell(self.evaluations)
-        bar = tqdm(total=budget, desc=self.program, unit="config", leave=False,
-                   disable=None if progress else True, initial=1)
-        while (budget is None or len(self.evaluations) < budget) and (
+    def run(self, budget: int | None, deadline: float | None = None, batch: int = 8) -> Decision:
+        """Search until `budget` configs were evaluated or the `deadline` (monotonic) passed,
+        then decide: the best candidate, confirmed beside the default, or the default."""
+        self.database.register(self.fingerprint, self.program.name)
+        self.strategy.tell(self.trials)
+        for callback in self.callbacks:
+            callback.on_start(self)
+        while (budget is None or len(self.trials) < budget) and (
             deadline is None or time.monotonic() < deadline
         ):
-            wanted = batch if budget is None else min(batch, budget - len(self.evaluations))
-            configs = strategy.ask(wanted)
+            wanted = batch if budget is None else min(batch, budget - len(self.trials))
+            configs = self.strategy.ask(wanted)
             if not configs:
                 break
-            evaluated = self._evaluate(configs)
-            strategy.tell(evaluated)
-            self.evaluations += evaluated
-            if after_batch is not None and self.default is not None:
-                after_batch(self)
-            bar.update(len(evaluated))
-            bar.set_postfix(best=f"{max(1 / e.cost for e in self.evaluations):.3f}x")
-        bar.close()
-        if self.default is None:  # nothing needed measuring: measure the default alone
+            trials = self._evaluate(configs)
+            self.strategy.tell(trials)
+            self.trials += trials
+            for callback in self.callbacks:
+                callback.after_batch(self, trials)
+        if self.default_ns is None:  # nothing needed measuring: measure the default alone
             self._measure([])
+        decision = self._decide()
+        for callback in self.callbacks:
+            callback.on_end(self)
+        return decision
 
-    def _evaluate(self, configs: list[CompileConfig]) -> list[Evaluation]:
+    def _evaluate(self, configs: list[CompileConfig]) -> list[Trial]:
         """Costs of `configs`: from the database, or measured in one batch and stored."""
-        records = {config: self.db.lookup(self.fingerprint, config.key) for config in configs}
+        records = {config: self.database.lookup(self.fingerprint, config.key) for config in configs}
         new = [config for config, record in records.items() if record is None]
         self.resumed += len(configs) - len(new)
         if new:
             self._measure(new)
-            records |= {config: self.db.lookup(self.fingerprint, config.key) for config in new}
-        return [Evaluation(config, records[config].cost) for config in configs]
+            records |= {config: self.database.lookup(self.fingerprint, config.key) for config in new}
+        return [Trial(config, records[config].cost) for config in configs]
 
-    def _measure(self, configs: list[CompileConfig]) -> None:
-        for result in self.runner.measure(self.program, configs, self.settings):
-            self.db.record_batch(self.fingerprint, result, with_default=self.default is None)
-            self.measured += len(result.measurements) + (self.default is None)
-            self.default = self.db.lookup(self.fingerprint, DEFAULT_CONFIG.key)
+    def _measure(self, configs: list[CompileConfig]) -> list[BatchResult]:
+        results = self.runner.measure(self.program.name, configs, self.settings)
+        for result in results:
+            first = self.default_ns is None
+            self.database.record_batch(self.fingerprint, result, with_default=first)
+            self.measured += len(result.measurements) + first
+            if first:
+                self.default_ns = self.database.lookup(self.fingerprint, DEFAULT_CONFIG.key).median_ns
+        return results
 
-    def decide(self, strategy: str, space: str) -> Decision:
+    def _decide(self) -> Decision:
         """Re-measure the best candidate beside the default (unless a previous run did) and
         keep it only if its gain exceeds the batch's noise floor."""
-        best = min(self.evaluations, key=lambda e: e.cost)
+        best = min(self.trials, key=lambda t: t.cost)
         candidate = best.config if math.isfinite(best.cost) else DEFAULT_CONFIG
-        decision = self.db.decision(self.fingerprint, candidate.key)
+        decision = self.database.decision(self.fingerprint, candidate.key)
         if decision is not None:
             return decision
+        name, kind = self.strategy.name, self.space.kind
         if candidate.is_default:
-            noise = [r.noise_floor for r in self._records() if r.noise_floor is not None]
-            default_ns = self.default.median_ns
-            decision = Decision(self.fingerprint, candidate, candidate, default_ns, default_ns,
-                                float(np.median(noise)) if noise else None, strategy, space, time.time())
+            evaluated = {t.config.key for t in self.trials}
+            noise = [r.noise_floor for r in self.database.records(self.fingerprint)
+                     if r.config_key in evaluated and r.noise_floor is not None]
+            decision = Decision(self.fingerprint, candidate, candidate, self.default_ns, self.default_ns,
+                                float(np.median(noise)) if noise else None, name, kind, time.time())
         else:
-            (result,) = self.runner.measure(self.program, [candidate], self.settings)
+            (result,) = self.runner.measure(self.program.name, [candidate], self.settings)
             confirmed = result.measurements[0]
             candidate_ns = confirmed.median_ns if confirmed.ok else None
             better = candidate_ns is not None and result.default_ns / candidate_ns - 1 > result.noise_floor
             decision = Decision(self.fingerprint, candidate, candidate if better else DEFAULT_CONFIG,
-                                result.default_ns, candidate_ns, result.noise_floor, strategy, space,
-                                time.time())
-        self.db.decide(decision)
+                                result.default_ns, candidate_ns, result.noise_floor, name, kind, time.time())
+        self.database.decide(decision)
         return decision
 
-    def _records(self) -> list[Record]:
-        evaluated = {e.config.key for e in self.evaluations}
-        return [r for r in self.db.records(self.fingerprint) if r.config_key in evaluated]
+    def result(self, decision: Decision, seconds: float = 0.0) -> TuneResult:
+        best_costs = np.minimum.accumulate([t.cost for t in self.trials])
+        candidate_ns = decision.candidate_ns
+        return TuneResult(
+            program=self.program.name,
+            default_ms=decision.default_ns / 1e6,
+            best_ms=(decision.default_ns if decision.kept_default else candidate_ns) / 1e6,
+            speedup=decision.speedup,
+            noise=math.nan if decision.noise_floor is None else decision.noise_floor,
+            measurements=self.measured,
+            resumed=self.resumed,
+            best_config=decision.chosen,
+            strategy=self.strategy.name,
+            kept_default=decision.kept_default,
+            history=[float(1 / cost) for cost in best_costs],
+            space=self.space.kind,
+            fingerprint=self.fingerprint,
+            failed=sum(not math.isfinite(t.cost) for t in self.trials),
+            candidate=decision.candidate,
+            candidate_speedup=decision.default_ns / candidate_ns if candidate_ns else None,
+            seconds=seconds,
+            _program=self.program,
+        )

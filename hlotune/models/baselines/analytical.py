@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlotune.compiler.flags import DISABLE_PASSES
 from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.schema import DISABLE_PASSES, flag_column
 from hlotune.errors import HlotuneError
 from hlotune.models.baselines.layout_changes import transpose_costs
 
@@ -59,6 +59,6 @@ def _flag_penalties(configs: FlagConfigs) -> np.ndarray:
         if name in columns:
             total += penalty * (feat[:, columns[name]] == value)
     for name, j in columns.items():
-        if name.startswith(f"{DISABLE_PASSES}="):
+        if name.startswith(flag_column(DISABLE_PASSES, "")):
             total += DISABLED_PASS_PENALTY * feat[:, j]
     return total

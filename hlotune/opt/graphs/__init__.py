@@ -21,7 +21,8 @@ from functools import partial
 import jax
 
 from hlotune.opt.graphs import conv, rnn, transformer_xl, wavenet
-from hlotune.program import Program, resolve_workload
+from hlotune.programs import Program
+from hlotune.programs.zoo import resolve_workload
 from hlotune.zoo.base import Workload
 
 GO_PREFIX = "go:"

@@ -103,7 +103,7 @@ def graph_file(settings: ScaleSettings) -> Path:
     path = folder / f"composed_{settings.nodes}_{settings.pool}.npz"
     if not path.is_file():
         folder.mkdir(parents=True, exist_ok=True)
-        command = [sys.executable, "-m", "hlotune.bench.scale", str(settings.nodes),
+        command = [sys.executable, "-m", "hlotune.train.scaling", str(settings.nodes),
                    str(settings.pool), str(path)]
         done = subprocess.run(command, capture_output=True, text=True)
         if done.returncode != 0:

@@ -27,7 +27,7 @@ import numpy as np
 
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
-from hlotune.program import EXPORT_PREFIX, Program
+from hlotune.programs.program import EXPORT_PREFIX, Program
 
 _MODULE = "module"
 

@@ -1,11 +1,12 @@
-"""The search space of one program, flags x layouts, as independent genes.
+"""The config space of one program, flags x layouts, as independent genes: the one space that
+collection (`hlotune collect`) and tuning (`hlotune tune`) both draw from.
 
 Every strategy edits configs the same way: a config is a genome with one gene per XLA option,
 one per sampled HLO pass (disabled or not) and one per layout site (a minor-to-major
 permutation, or None for the compiler's choice). Independent genes are what mutation,
 crossover and Optuna's categorical parameters need. The one dependency among XLA's options
 (the fast-math sub-options mean nothing without fast math) is repaired when a genome becomes a
-config, as `flags.single_changes` does: setting a sub-option turns fast math on. So is one
+config: setting a sub-option turns fast math on. So is one
 between flags and layouts: XLA:CPU cannot run a module with a layout constraint on an
 equation's result (`e<k>` sites) once `algsimp` is disabled ("No registered implementation for
 untyped custom call to LayoutConstraint", jaxlib 0.10.2), so such a config keeps `algsimp`.
@@ -110,6 +111,12 @@ class SearchSpace:
             if rng.random() < rate:
                 genome[gene.name] = rng.choice(gene.values[1:])
         return self.config(genome)
+
+    def near_default(self, rng: random.Random, most: int = 3) -> CompileConfig:
+        """One to `most` genes moved from the default: TpuGraphs' "default" layout search, which
+        perturbs the compiler's choice."""
+        genes = rng.sample(self.genes, min(len(self.genes), rng.randint(1, most)))
+        return self.config({gene.name: rng.choice(gene.values[1:]) for gene in genes})
 
     def mutate(self, config: CompileConfig, rng: random.Random) -> CompileConfig:
         """One gene (two, 30 % of the time) moved to another of its values, the default included."""

@@ -1,1 +1,0 @@
-"""Benchmarks run from the `hlotune bench` command."""

@@ -1,0 +1,54 @@
+"""Configs of one program as a GraphSample: the one encoding that collection writes to disk and
+that cost models read while tuning, so a model ranks candidates exactly as it was trained.
+
+The program's graph is featurized once; the configs become flag features (`FlagConfigs`, one
+named column per option value) or per-site layouts (`LayoutConfigs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cached_property
+
+import numpy as np
+
+from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.flags import FLAG_FEATURE_NAMES
+from hlotune.compiler.layouts import LayoutSpace
+from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs
+from hlotune.errors import HlotuneError
+from hlotune.hlo.featurize import featurize
+
+COLLECTIONS = ("flags", "layout")
+
+
+class ConfigEncoder:
+    """Encodes configs of the program behind `layouts` for the `flags` or `layout` collection."""
+
+    def __init__(self, layouts: LayoutSpace) -> None:
+        self.layouts = layouts
+
+    @cached_property
+    def graph(self) -> GraphArrays:
+        return featurize(self.layouts.graph)
+
+    def graph_sample(
+        self,
+        collection: str,
+        configs: Sequence[CompileConfig],
+        runtimes: np.ndarray | None = None,
+        runtime_samples: np.ndarray | None = None,
+    ) -> GraphSample:
+        """The program's graph with `configs` (runtimes in ns; 0 where unmeasured)."""
+        runtime = np.zeros(len(configs), np.int64) if runtimes is None else np.rint(runtimes).astype(np.int64)
+        measured = {} if runtime_samples is None else {"config_runtime_samples": runtime_samples}
+        if collection == "flags":
+            feat = np.stack([config.flags.features() for config in configs])
+            encoded = FlagConfigs(feat, np.array(FLAG_FEATURE_NAMES), runtime, **measured)
+        elif collection == "layout":
+            feat = self.layouts.node_config_feat([config.layout for config in configs])
+            encoded = LayoutConfigs(self.layouts.node_config_ids, feat, runtime, **measured)
+        else:
+            raise HlotuneError(f"unknown collection {collection!r}: use {' or '.join(COLLECTIONS)}")
+        program = self.layouts.program
+        return GraphSample(self.graph, encoded, name=program.slug, source=program.name)

@@ -1,0 +1,74 @@
+"""`zoo:NAME[@SIZE[-bBATCH][-train]]`: the built-in workloads, and the variant grammar that
+GO's graphs (`go:`) share."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hlotune.errors import HlotuneError
+from hlotune.programs.program import ZOO_PREFIX, Program
+
+TRAIN_SUFFIX = "-train"
+
+
+def zoo_variants(name: str) -> list[str]:
+    """The variants of a zoo workload at its own batch sizes (any `-bN` works too)."""
+    from hlotune.zoo import WORKLOADS
+
+    return _variants(WORKLOADS[name])
+
+
+@dataclass(frozen=True)
+class WorkloadVariant:
+    """A `PREFIX NAME[@SIZE[-bBATCH][-train]]` spec resolved against a table of workloads."""
+
+    name: str  # the program's name: the spec with its variant spelt out
+    workload: Any  # hlotune.zoo.base.Workload
+    size: str
+    batch: int | None
+    train: bool
+
+
+def resolve_workload(spec: str, prefix: str, workloads: Mapping[str, Any], kind: str) -> WorkloadVariant:
+    """Look up the workload and variant a spec names (default: the first size); `kind` names
+    the table in errors ("zoo program", "GO graph")."""
+    name, _, variant = spec.removeprefix(prefix).partition("@")
+    if name not in workloads:
+        raise HlotuneError(f"unknown {kind} {name!r}; known: {', '.join(sorted(workloads))}")
+    workload = workloads[name]
+    variant = variant or next(iter(workload.sizes))
+    size, batch, train = _parse_variant(variant)
+    if size not in workload.sizes:
+        raise HlotuneError(
+            f"unknown variant {variant!r} of {prefix}{name}; known: "
+            f"{', '.join(_variants(workload))} (SIZE[-bBATCH][-train])"
+        )
+    return WorkloadVariant(f"{prefix}{name}@{variant}", workload, size, batch, train)
+
+
+def load_zoo_program(spec: str) -> Program:
+    from hlotune.zoo import WORKLOADS
+
+    resolved = resolve_workload(spec, ZOO_PREFIX, WORKLOADS, "zoo program")
+    fn, args = resolved.workload.program(resolved.size, train=resolved.train, batch=resolved.batch)
+    return Program(resolved.name, fn, args)
+
+
+def _variants(workload) -> list[str]:
+    sizes = list(workload.sizes)
+    return sizes + [size + TRAIN_SUFFIX for size in sizes]
+
+
+_VARIANT = re.compile(r"(?P<size>[a-z0-9_]+)(?:-b(?P<batch>[1-9][0-9]*))?(?P<train>-train)?")
+
+
+def _parse_variant(variant: str) -> tuple[str, int | None, bool]:
+    """`small-b32-train` -> ("small", 32, True); an unknown form gives the size ""."""
+    match = _VARIANT.fullmatch(variant)
+    if match is None:
+        return "", None, False
+    batch = match["batch"]
+    return match["size"], int(batch) if batch else None, bool(match["train"])

@@ -1,0 +1,151 @@
+"""`hlotune train` and `hlotune bench scale`: train a cost model, and measure how training
+scales with graph size.
+
+`python -m hlotune.train` (the entry point torchrun starts) parses the same arguments as
+`hlotune train`. Heavy modules (torch) load inside the handlers so that `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from hlotune.errors import HlotuneError
+
+
+def add_commands(commands) -> None:
+    _add_train(commands)
+    _add_bench(commands)
+
+
+def _add_train(commands) -> None:
+    train = commands.add_parser(
+        "train",
+        help="train a GNN cost model on TpuGraphs-format data",
+        description="Train a GraphSAGE cost model on the graphs under --data (one collection; "
+        "folders or builtin:flags|layout/train), validating on --valid each epoch. OUT gets "
+        "model/ (the best model), checkpoint/ (resume with --resume), log.csv and curves.png.",
+    )
+    train.add_argument("--data", nargs="+", required=True, metavar="DIR")
+    train.add_argument("--valid", metavar="DIR")
+    train.add_argument("--out", required=True, type=Path, metavar="MODEL_DIR")
+    train.add_argument("--epochs", type=int, default=20)
+    train.add_argument("--loss", default="pairwise_hinge",
+                       help="mse, pairwise_hinge, pairwise_logistic, listmle, or weighted "
+                       "combinations like mse:1,pairwise_hinge:1 (default pairwise_hinge)")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--configs-per-batch", type=int, default=16)
+    train.add_argument("--lr", type=float, default=1e-3)
+    train.add_argument("--layers", type=int, default=3, help="GraphSAGE layers")
+    train.add_argument("--hidden", type=int, default=64)
+    train.add_argument("--join", choices=("early", "late"), default="late",
+                       help="where graph-level configs (tile, flags) join")
+    train.add_argument("--attention", action="store_true", help="cross-config attention")
+    train.add_argument("--layout-join", choices=("nodes", "late"), default="nodes",
+                       help="layout configs join at their nodes before message passing (nodes) "
+                       "or meet the nodes' final embeddings (late: much faster ranking)")
+    train.add_argument("--prune-hops", type=int,
+                       help="layout: propagate configs only within this many hops")
+    train.add_argument("--collapse-chains", action="store_true",
+                       help="collapse chains of nodes with one operand, one user and no config "
+                       "(kept in the model: eval and predict collapse too)")
+    train.add_argument("--drop-duplicate-configs", action="store_true",
+                       help="keep identical configs of a graph once (the median runtime one)")
+    train.add_argument("--graphs-per-step", type=int, default=1,
+                       help="graphs per optimizer step (per process under torchrun)")
+    gst = train.add_argument_group(
+        "graph segment training", "Train on segments of about --segment-size nodes (docs/scale.md)"
+    )
+    gst.add_argument("--segment-size", type=int, metavar="N", help="nodes per segment: turns GST on")
+    gst.add_argument("--segments-sampled", type=int, metavar="K",
+                     help="segments backpropagated per step (default 1)")
+    gst.add_argument("--partition", choices=("metis", "node_splits", "topological"),
+                     help="how to cut a graph into segments (default metis)")
+    gst.add_argument("--segment-dropout", type=float, metavar="P",
+                     help="drop stale segment embeddings with probability P (default 0)")
+    train.add_argument("--resume", action="store_true", help="continue the run in OUT")
+    train.set_defaults(run=_train)
+
+
+def _add_bench(commands) -> None:
+    bench = commands.add_parser("bench", help="benchmarks of hlotune itself")
+    bench_commands = bench.add_subparsers(title="benchmarks", required=True, metavar="BENCH")
+    scale = bench_commands.add_parser(
+        "scale", help="training memory and time on one graph of N nodes",
+        description="Build a graph of N nodes from real zoo programs' HLO (layout-like configs, "
+        "synthetic runtimes), train a few steps on it whole (full) or by graph segment "
+        "training (gst), and report nodes, edges, mode, peak_rss_mb, step_s and configs. "
+        "Run each size in a fresh process: peak RSS is the process's.",
+    )
+    scale.add_argument("--nodes", type=int, required=True, metavar="N")
+    scale.add_argument("--mode", choices=("gst", "full"), required=True)
+    scale.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
+    scale.add_argument("--configs", type=int, default=4, help="configs per step (default 4)")
+    scale.add_argument("--segment-size", type=int, default=20_000, help="gst (default 20000)")
+    scale.add_argument("--segments-sampled", type=int, default=1, help="gst (default 1)")
+    scale.add_argument("--max-rss-mb", type=float, help="stop (exit 2) past this RSS")
+    scale.add_argument("--cache", type=Path, metavar="DIR", help="keep the built graphs here")
+    scale.add_argument("--json", action="store_true", help="print one JSON object last")
+    scale.set_defaults(run=_bench_scale)
+
+
+def _bench_scale(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from hlotune.train.scaling import ScaleSettings, run
+
+    result = run(ScaleSettings(
+        nodes=args.nodes, mode=args.mode, steps=args.steps, configs=args.configs,
+        segment_size=args.segment_size, segments_sampled=args.segments_sampled,
+        max_rss_mb=args.max_rss_mb, cache=args.cache,
+    ))
+    if args.json:
+        print(json.dumps(asdict(result)))
+    else:
+        print(f"{result.nodes:,} nodes, {result.edges:,} edges, {result.mode}: peak RSS "
+              f"{result.peak_rss_mb:,.0f} MB, {result.step_s:.2f} s/step "
+              f"({result.configs} configs per step, synthetic runtimes)")
+    return 0
+
+
+def _train(args: argparse.Namespace) -> int:
+    from hlotune.models.config import ModelConfig
+    from hlotune.train import train
+
+    model_config = ModelConfig(
+        hidden_dim=args.hidden, num_layers=args.layers, join=args.join, layout_join=args.layout_join,
+        cross_config_attention=args.attention, prune_hops=args.prune_hops,
+        collapse_chains=args.collapse_chains,
+    )
+    result = train(
+        args.data, args.valid, args.out, epochs=args.epochs, loss=args.loss, seed=args.seed,
+        configs_per_batch=args.configs_per_batch, lr=args.lr, model_config=model_config,
+        graphs_per_step=args.graphs_per_step, drop_duplicate_configs=args.drop_duplicate_configs,
+        gst=_gst_settings(args), resume=args.resume,
+    )
+    if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
+        return 0
+    best = f"best epoch {result.best_epoch}" + (
+        f" (valid {result.best_value:.3f})" if result.best_value is not None else "")
+    print(f"trained {result.epochs_run} epochs, {best}"
+          + (", stopped early" if result.stopped_early else "") + f" -> {result.model_dir}")
+    return 0
+
+
+def _gst_settings(args: argparse.Namespace):
+    from hlotune.train.gst import GSTSettings
+
+    given = {
+        "segments_sampled": args.segments_sampled,
+        "partition": args.partition,
+        "dropout": args.segment_dropout,
+    }
+    given = {name: value for name, value in given.items() if value is not None}
+    if args.segment_size is None:
+        if given:
+            raise HlotuneError("--segments-sampled, --partition and --segment-dropout need "
+                               "--segment-size")
+        return None
+    return GSTSettings(args.segment_size, **given)

@@ -1,0 +1,85 @@
+"""Cost models in the tuning loop: they score candidate configs so only the best get measured.
+
+`CostModel` is the interface a strategy ranks with (`predict`) and the tuner teaches
+(`update`, after measurements), as in MetaSchedule. `ScorerCostModel` wraps the scorers of
+`hlotune eval` (trained GNNs, baselines): it encodes the candidates exactly as collection does
+(hlotune.compiler.encode) and asks the scorer of each collection the space needs. A scorer
+knows one collection, so the flags space is ranked by a flags model, the layout space by a
+layout model, and the combined space by both: a candidate's score is the sum of its two ranks.
+
+By default the shipped pretrained models rank (`pretrained:flags`, `pretrained:layout`);
+`update` fine-tunes the models that can learn (trained GNNs, not baselines) on the program's
+own measurements (hlotune.train.fine_tune).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from scipy.stats import rankdata
+
+from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.encode import ConfigEncoder
+from hlotune.compiler.layouts import LayoutSpace
+from hlotune.errors import HlotuneError
+from hlotune.evaluate import Scorer
+from hlotune.tuning.strategies import Trial
+
+COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "all": ("flags", "layout")}
+DEFAULT_MODEL = "pretrained"
+
+
+class CostModel(ABC):
+    """Predicts which configs of one program run faster, and learns from measured ones."""
+
+    @abstractmethod
+    def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
+        """One score per config, lower = predicted faster (only the order matters)."""
+
+    def update(self, trials: Sequence[Trial], default_ns: float) -> None:
+        """Learn from `trials` (costs relative to the default, which ran in `default_ns`);
+        a model that cannot learn ignores them."""
+
+
+def load_scorers(model: str | Scorer, space_kind: str) -> dict[str, Scorer]:
+    """The scorer of each collection the space needs: `model` is a scorer, a name for
+    `hlotune.scorers.load_scorer`, or "pretrained" (the shipped model of each collection)."""
+    from hlotune.scorers import load_scorer
+
+    collections = COLLECTIONS[space_kind]
+    if model == DEFAULT_MODEL:
+        return {c: load_scorer(f"pretrained:{c}") for c in collections}
+    if len(collections) > 1:
+        raise HlotuneError(
+            "the all space is ranked by a flags and a layout model: use --model pretrained"
+        )
+    return {collections[0]: load_scorer(model) if isinstance(model, str) else model}
+
+
+class ScorerCostModel(CostModel):
+    """Scores configs of one program with a scorer per collection."""
+
+    def __init__(self, scorers: Mapping[str, Scorer], layouts: LayoutSpace, seed: int = 0) -> None:
+        self._scorers, self._encoder, self._seed = dict(scorers), ConfigEncoder(layouts), seed
+
+    def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
+        scores = [
+            scorer(self._encoder.graph_sample(collection, configs))
+            for collection, scorer in self._scorers.items()
+        ]
+        if len(scores) == 1:
+            return np.asarray(scores[0], dtype=np.float64)
+        return np.sum([rankdata(s) for s in scores], axis=0)
+
+    def update(self, trials: Sequence[Trial], default_ns: float) -> None:
+        from hlotune.scorers import ModelScorer
+
+        healthy = [trial for trial in trials if np.isfinite(trial.cost)]
+        runtimes = np.array([trial.cost * default_ns for trial in healthy])
+        configs = [trial.config for trial in healthy]
+        seed = self._seed + len(trials)  # a resumed run fine-tunes as the first did
+        for collection, scorer in self._scorers.items():
+            if isinstance(scorer, ModelScorer):
+                scorer.fine_tune(self._encoder.graph_sample(collection, configs, runtimes), seed=seed)

@@ -1,0 +1,91 @@
+"""The package's imports flow one way: no cycles between hlotune's top-level packages and
+modules, and none of the directions the architecture forbids (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "hlotune"
+
+# (from, to): a cost model never reads the compiler's tables, graphs never need a model, the
+# format layer never runs a collection, and no stage calls back into the command line.
+FORBIDDEN = [("models", "compiler"), ("hlo", "models"), ("data", "collect")] + [
+    (stage, "cli") for stage in ("collect", "compiler", "data", "hlo", "models", "opt", "programs",
+                                 "train", "tuning", "zoo")
+]
+
+
+def _unit(module: str) -> str:
+    """`hlotune.tuning.tuner` -> `tuning`: the top-level package or module it belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _imports(path: Path) -> set[str]:
+    """hlotune modules a file imports, at any depth of its code (lazy imports count)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module)
+    return {name for name in found if name.startswith("hlotune.")}
+
+
+def import_graph() -> dict[str, dict[str, list[str]]]:
+    """unit -> imported unit -> the files that import it."""
+    graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = _unit(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
+        for module in _imports(path):
+            target = _unit(module)
+            if target != source:
+                graph[source][target].append(str(path.relative_to(PACKAGE.parent)))
+    return graph
+
+
+def find_cycle(graph: dict[str, dict[str, list[str]]]) -> list[str] | None:
+    """One cycle of units (first unit repeated at the end), or None."""
+    state: dict[str, str] = {}
+    stack: list[str] = []
+
+    def visit(unit: str) -> list[str] | None:
+        state[unit] = "open"
+        stack.append(unit)
+        for target in sorted(graph.get(unit, {})):
+            if state.get(target) == "open":
+                return stack[stack.index(target):] + [target]
+            if target not in state and (cycle := visit(target)) is not None:
+                return cycle
+        state[unit] = "done"
+        stack.pop()
+        return None
+
+    for unit in sorted(graph):
+        if unit not in state and (cycle := visit(unit)) is not None:
+            return cycle
+    return None
+
+
+def test_no_import_cycles():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+@pytest.mark.parametrize("source,target", FORBIDDEN)
+def test_no_forbidden_direction(source, target):
+    files = import_graph()[source].get(target, [])
+    assert not files, f"{source} must not import {target}: {', '.join(files)}"
+
+
+def test_the_checks_can_fail():
+    """The walker sees lazy imports, and the cycle finder finds a planted cycle."""
+    graph = import_graph()
+    assert "tuning" in graph["cli"]  # cli imports hlotune.tuning.commands at module level
+    assert "zoo" in graph["programs"]  # programs imports the zoo inside a function
+    planted = {"a": {"b": ["x"]}, "b": {"c": ["y"]}, "c": {"a": ["z"]}}
+    assert find_cycle(planted) == ["a", "b", "c", "a"]

@@ -23,6 +23,7 @@ from hlotune.compiler.flags import (
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.compiler.measure import FAILED, OK, MeasureSettings, measure
 from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.worker import HANG_ON
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
@@ -117,6 +118,17 @@ def test_measurement_survives_a_config_that_crashes_xla():
     assert measured.max_rel_error < 1e-3
     assert all(len(d.samples_ns) == FAST.rounds * FAST.repeats for d in result.defaults)
     assert result.noise_floor >= 0 and result.default_ns > 0
+
+
+def test_a_config_that_hangs_is_recorded_as_failed_and_the_batch_goes_on(monkeypatch):
+    hang = CompileConfig(FlagConfig.from_dict({"xla_cpu_prefer_vector_width": 512}))
+    fine = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    monkeypatch.setenv(HANG_ON, '"xla_cpu_prefer_vector_width": 512')
+    result = measure("zoo:mlp@tiny", [hang, fine], MeasureSettings(rounds=2, repeats=2, run_timeout_s=3))
+    hung, measured = result.measurements
+    assert hung.status == FAILED and "timed out after 3 s" in hung.reason
+    assert measured.status == OK and len(measured.samples_ns) == 4  # the restarted worker ran it
+    assert all(len(d.samples_ns) == 4 for d in result.defaults)
 
 
 def test_collect_writes_valid_flag_and_layout_files(tmp_path):

@@ -11,6 +11,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 
 import jax
@@ -26,14 +27,15 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.scorers import load_scorer
 from hlotune.compiler import space
+from hlotune.compiler.space import SearchSpace
 from hlotune.tuning import commands, database, strategies
+from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.compiled import compile_config
 from hlotune.tuning.database import Decision, TuningDatabase
-from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.cost_model import CostModel, ScorerCostModel
-from hlotune.compiler.space import SearchSpace
+from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial, make_strategy
-from hlotune.tuning.tuner import tune
+from hlotune.tuning.tuner import Tuner, tune
 
 MLP = "zoo:mlp@tiny"
 FAST = MeasureSettings(rounds=2, repeats=2)
@@ -291,3 +293,89 @@ def test_the_commands_offer_what_the_modules_implement():
     assert commands.SPACES == space.SPACES
     assert commands.STRATEGIES == strategies.STRATEGIES
     assert commands.FORMATS == database.EXPORT_FORMATS
+
+
+def test_a_replay_runner_tunes_from_recorded_measurements(tmp_path):
+    from hlotune.data.builtin import ROOT
+    from hlotune.tuning.replay import ReplayRunner
+
+    runner = ReplayRunner.from_collection(ROOT / "flags" / "test" / "vit@tiny.npz")
+    recorded = [config for config in runner.recorded if not config.is_default]
+    assert len(recorded) >= 48
+    path = tmp_path / "replay.sqlite"
+    result = tune("zoo:vit@tiny", strategy=Exhaustive(recorded[:12]), runner=runner, budget=13,
+                  db_path=path, progress=False)
+    medians = {c: np.median(runner.recorded[c]) for c in recorded[:12]}
+    assert result.candidate == min(medians, key=medians.get)
+    assert result.measurements == 13 and result.failed == 0
+    (missing,) = runner.measure("zoo:vit@tiny", [SearchSpace("flags").config({"pass:cse": True, "pass:fusion": True, "xla_cpu_use_xnnpack": False})], FAST)[0].measurements
+    assert missing.status == "failed" and "not in the recorded data" in missing.reason
+    with TuningDatabase(path) as db:  # this machine's view: replayed records stay apart
+        assert db.records(result.fingerprint) == []
+
+
+class _SlowCountingRunner:
+    """A replay that takes a while per batch and remembers every config it measured."""
+
+    def __init__(self, replay) -> None:
+        self.replay, self.machine, self.measured = replay, replay.machine, []
+
+    def measure(self, program, configs, settings):
+        time.sleep(0.2)
+        self.measured += list(configs)
+        return self.replay.measure(program, configs, settings)
+
+    def close(self) -> None:
+        pass
+
+
+def _replay_of_vit():
+    from hlotune.data.builtin import ROOT
+    from hlotune.tuning.replay import ReplayRunner
+
+    replay = ReplayRunner.from_collection(ROOT / "flags" / "test" / "vit@tiny.npz")
+    return replay, [config for config in replay.recorded if not config.is_default][:12]
+
+
+def test_two_tuners_on_one_database_measure_nothing_twice(tmp_path):
+    replay, recorded = _replay_of_vit()
+    program, space, path = load_program("zoo:vit@tiny"), SearchSpace("flags"), tmp_path / "shared.sqlite"
+    runners = [_SlowCountingRunner(replay) for _ in range(2)]
+
+    def run(runner, order):
+        with TuningDatabase(path, machine=runner.machine) as db:
+            Tuner(program, space, Exhaustive(order), runner, db, fingerprint="f" * 16).run(13, batch=4)
+
+    orders = (recorded, recorded[::-1])  # they meet in the middle
+    threads = [threading.Thread(target=run, args=pair) for pair in zip(runners, orders)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    measured = [config for runner in runners for config in runner.measured]
+    assert all(runner.measured for runner in runners)  # both took part
+    candidates = [config for config in measured if config in recorded]
+    best = min(recorded, key=lambda c: np.median(replay.recorded[c]))
+    assert sorted(c.key for c in candidates) == sorted(c.key for c in [*recorded, best])  # + one confirmation
+    with TuningDatabase(path, machine=replay.machine) as db:
+        assert len(db.records("f" * 16)) == len(recorded) + 1
+
+
+def test_a_failed_write_keeps_every_earlier_batch(tmp_path):
+    replay, recorded = _replay_of_vit()
+    path = tmp_path / "full.sqlite"
+
+    class TurnReadOnly(Callback):
+        """After the first batch the connection may no longer write, as on a read-only file
+        (SQLite's own error; root ignores file permissions, so chmod cannot show it)."""
+
+        def after_batch(self, tuner, trials):
+            tuner.database._db.execute("PRAGMA query_only = ON")
+
+    with pytest.raises(HlotuneError, match="cannot write the tuning database .*readonly.*kept"):
+        tune("zoo:vit@tiny", strategy=Exhaustive(recorded), runner=replay, budget=13, batch=4,
+             db_path=path, progress=False, callbacks=[TurnReadOnly()])
+    with TuningDatabase(path, machine=replay.machine) as db:
+        assert db._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        records = db.records(program_fingerprint(load_program("zoo:vit@tiny")))
+        assert [r.config for r in records] == [DEFAULT_CONFIG, *recorded[:4]]  # the first batch

@@ -18,12 +18,19 @@ from typing import Any
 import numpy as np
 
 
+# Fault injection for the parent's timeout path (tests): running a config whose key contains
+# this text hangs the worker, as a stuck XLA executable would. Unset, it costs nothing.
+HANG_ON = "HLOTUNE_TEST_HANG_ON"
+
+
 class Worker:
     def __init__(self, reply) -> None:
         self._reply = reply
         self._space = None
         self._compiled: dict[str, tuple[Any, list]] = {}
+        self._keys: dict[str, str] = {}
         self._reference: list[np.ndarray] | None = None
+        self._hang_on = os.environ.get(HANG_ON)
 
     def load(self, program: str) -> dict:
         from hlotune.compiler.layouts import LayoutSpace
@@ -49,12 +56,15 @@ class Worker:
         if self._reference is None:
             self._reference = outputs
         self._compiled[id] = (executable, args)
+        self._keys[id] = parsed.key
         return {"ok": True, "compile_s": compile_s, "max_rel_error": _max_rel_error(outputs, self._reference)}
 
     def run(self, ids: list[str], repeats: int) -> dict:
         """Time `repeats` calls of each config in order, streaming each config's samples."""
         for id in ids:
             executable, args = self._compiled[id]
+            if self._hang_on and self._hang_on in self._keys[id]:
+                time.sleep(1e6)
             times = []
             for _ in range(repeats):
                 begin = time.perf_counter_ns()

@@ -3,7 +3,10 @@
 As in TVM MetaSchedule, search (strategies) and storage are separate: the tuner looks a config
 up before measuring it, and each measured batch is committed as soon as it lands, so a tune
 killed with -9 resumes where it stopped. SQLite in WAL mode with a busy timeout lets several
-tuning processes share one file.
+tuning processes share one file, and claims keep them from measuring one config twice: a tuner
+claims the configs it is about to measure, and another that wants them waits for their records
+(or takes a claim over once it expired or its owner died). A write that fails (a full disk, a
+read-only file) is a one-line error; every batch committed before it stays.
 
 A runtime means something only for one program, on one machine, under one compiler, so every
 record is keyed by the program's fingerprint (fingerprint.py), the config's canonical key, the
@@ -22,9 +25,13 @@ from __future__ import annotations
 import json
 import math
 import os
+import socket
 import sqlite3
 import time
+import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +43,8 @@ from hlotune.errors import HlotuneError
 EXPORT_FORMATS = ("json", "compiler_options", "xla_flags")
 _SCHEMA_VERSION = 1
 _BUSY_TIMEOUT_S = 60.0
+CONFIRM_PREFIX = "confirm:"  # claims on re-measuring a candidate beside the default
+_CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only after this
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS programs (
@@ -74,6 +83,16 @@ CREATE TABLE IF NOT EXISTS decisions (
     timestamp REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS decisions_by_program ON decisions (program, machine, jax, jaxlib);
+CREATE TABLE IF NOT EXISTS claims (
+    program TEXT NOT NULL,
+    config TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    jax TEXT NOT NULL,
+    jaxlib TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    expires REAL NOT NULL,
+    UNIQUE (program, config, machine, jax, jaxlib)
+);
 """
 
 
@@ -175,6 +194,11 @@ class Database(ABC):
     @abstractmethod
     def decide(self, decision: Decision) -> None: ...
 
+    def claim(self, program: str, config_keys: list[str]) -> list[str]:
+        """The keys this tuner may measure now; the others are being measured by another tuner
+        sharing the database (none, for a database only one tuner uses)."""
+        return list(config_keys)
+
 
 class TuningDatabase(Database):
     """A tuning database file (SQLite); records of other machines and compilers stay invisible."""
@@ -183,6 +207,7 @@ class TuningDatabase(Database):
         self.path = Path(path)
         self.machine = machine or this_machine()
         self._scope = (self.machine.fingerprint, self.machine.jax, self.machine.jaxlib)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
@@ -193,7 +218,7 @@ class TuningDatabase(Database):
             raise HlotuneError(f"{self.path}: not a tuning database ({error})") from None
 
     def _migrate(self) -> None:
-        with self._db:
+        with self._writing():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version not in (0, _SCHEMA_VERSION):
                 raise HlotuneError(
@@ -206,6 +231,16 @@ class TuningDatabase(Database):
     def close(self) -> None:
         self._db.close()
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """One transaction; a failed write rolls it back and becomes a one-line error."""
+        try:
+            with self._db:
+                yield
+        except sqlite3.OperationalError as error:
+            raise HlotuneError(f"{self.path}: cannot write the tuning database ({error}); "
+                               "every batch stored before this one is kept") from None
+
     def __enter__(self) -> TuningDatabase:
         return self
 
@@ -215,7 +250,7 @@ class TuningDatabase(Database):
     # Writing
 
     def register(self, fingerprint: str, name: str) -> None:
-        with self._db:
+        with self._writing():
             self._db.execute(
                 "INSERT OR IGNORE INTO programs VALUES (?, ?, ?)", (fingerprint, name, time.time())
             )
@@ -225,16 +260,39 @@ class TuningDatabase(Database):
     ) -> Record:
         """Store one measurement (committed now) and return the record the database keeps:
         the first one stored if another process measured the same config meanwhile."""
-        with self._db:
+        with self._writing():
             self._insert(program, measurement, default_ns, noise_floor)
         return self.lookup(program, measurement.config.key)
 
     def record_batch(self, program: str, batch: BatchResult, *, with_default: bool) -> None:
-        """Store a batch's candidates (and its reference default) in one commit."""
+        """Store a batch's candidates (and its reference default) in one commit, releasing
+        their claims."""
         measurements = ([batch.defaults[0]] if with_default else []) + batch.measurements
-        with self._db:
+        with self._writing():
             for measurement in measurements:
                 self._insert(program, measurement, batch.default_ns, batch.noise_floor)
+                self._db.execute("DELETE FROM claims WHERE program = ? AND config = ? AND machine = ? "
+                                 "AND jax = ? AND jaxlib = ?", (program, measurement.config.key, *self._scope))
+
+    def claim(self, program: str, config_keys: list[str], ttl_s: float = _CLAIM_TTL_S) -> list[str]:
+        """Claim the keys no live tuner holds; the keys this tuner holds now, in order."""
+        now = time.time()
+        with self._writing():
+            self._db.execute("BEGIN IMMEDIATE")  # one claimer at a time
+            for config, owner, expires in self._db.execute(
+                "SELECT config, owner, expires FROM claims WHERE program = ? AND machine = ? AND jax = ? "
+                "AND jaxlib = ?", (program, *self._scope)
+            ).fetchall():
+                if expires < now or not _alive(owner):
+                    self._db.execute("DELETE FROM claims WHERE program = ? AND config = ? AND owner = ?",
+                                     (program, config, owner))
+            self._db.executemany(
+                "INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [(program, key, *self._scope, self.owner, now + ttl_s) for key in config_keys],
+            )
+            held = {row[0] for row in self._db.execute(
+                "SELECT config FROM claims WHERE program = ? AND owner = ?", (program, self.owner))}
+        return [key for key in config_keys if key in held]
 
     def _insert(self, program: str, m: Measurement, default_ns: float, noise_floor: float) -> None:
         self._db.execute(
@@ -245,13 +303,15 @@ class TuningDatabase(Database):
         )
 
     def decide(self, decision: Decision) -> None:
-        with self._db:
+        with self._writing():
             self._db.execute(
                 "INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (decision.program, *self._scope, decision.candidate.key, decision.chosen.key,
                  decision.default_ns, decision.candidate_ns, _finite_or_none(decision.noise_floor),
                  decision.strategy, decision.space, decision.timestamp),
             )
+            self._db.execute("DELETE FROM claims WHERE program = ? AND config = ?",
+                             (decision.program, CONFIRM_PREFIX + decision.candidate.key))
 
     # Reading (this machine and compiler only)
 
@@ -355,6 +415,21 @@ class TuningDatabase(Database):
             "space": best.space,
             "timestamp": best.timestamp,
         }
+
+
+def _alive(owner: str) -> bool:
+    """Whether a claim's owner (HOST:PID:TOKEN) may still be measuring: a process of this host
+    that no longer exists is not; one of another host is, until its claim expires."""
+    host, pid, _ = owner.split(":")
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _config(key: str) -> CompileConfig:

@@ -42,7 +42,7 @@ from hlotune.evaluate import Scorer
 from hlotune.programs import Program, load_program
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, ScorerCostModel, load_scorers
-from hlotune.tuning.database import Database, Decision, TuningDatabase, default_db_path
+from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.strategies import Strategy, Trial, make_strategy
@@ -154,6 +154,9 @@ def _check_arguments(space: str, budget, time_s, batch: int, fine_tune_every) ->
         raise HlotuneError(f"fine_tune_every must be at least 1, got {fine_tune_every}")
 
 
+_CLAIM_POLL_S = 0.5  # how often a tuner looks for records another tuner is measuring
+
+
 class Tuner:
     """One program's tune on one machine: what it evaluated, measured and found in the database.
 
@@ -206,13 +209,22 @@ class Tuner:
         return decision
 
     def _evaluate(self, configs: list[CompileConfig]) -> list[Trial]:
-        """Costs of `configs`: from the database, or measured in one batch and stored."""
+        """Costs of `configs`: from the database, or measured in one batch and stored. Configs
+        another tuner of the same database is measuring are waited for, not measured again."""
         records = {config: self.database.lookup(self.fingerprint, config.key) for config in configs}
-        new = [config for config, record in records.items() if record is None]
-        self.resumed += len(configs) - len(new)
-        if new:
-            self._measure(new)
-            records |= {config: self.database.lookup(self.fingerprint, config.key) for config in new}
+        missing = [config for config, record in records.items() if record is None]
+        measured_here = 0
+        while missing:
+            held = set(self.database.claim(self.fingerprint, [config.key for config in missing]))
+            mine = [config for config in missing if config.key in held]
+            if mine:
+                self._measure(mine)
+                measured_here += len(mine)
+            else:
+                time.sleep(_CLAIM_POLL_S)
+            records |= {config: self.database.lookup(self.fingerprint, config.key) for config in missing}
+            missing = [config for config in missing if records[config] is None]
+        self.resumed += len(configs) - measured_here
         return [Trial(config, records[config].cost) for config in configs]
 
     def _measure(self, configs: list[CompileConfig]) -> list[BatchResult]:
@@ -241,6 +253,9 @@ class Tuner:
             decision = Decision(self.fingerprint, candidate, candidate, self.default_ns, self.default_ns,
                                 float(np.median(noise)) if noise else None, name, kind, time.time())
         else:
+            decision = self._await_confirmation(candidate)
+            if decision is not None:  # another tuner confirmed it meanwhile
+                return decision
             (result,) = self.runner.measure(self.program.name, [candidate], self.settings)
             confirmed = result.measurements[0]
             candidate_ns = confirmed.median_ns if confirmed.ok else None
@@ -249,6 +264,17 @@ class Tuner:
                                 result.default_ns, candidate_ns, result.noise_floor, name, kind, time.time())
         self.database.decide(decision)
         return decision
+
+    def _await_confirmation(self, candidate: CompileConfig) -> Decision | None:
+        """Claim the candidate's confirmation; while another tuner holds it, wait for its
+        decision (None once this tuner may confirm)."""
+        key = CONFIRM_PREFIX + candidate.key
+        while not self.database.claim(self.fingerprint, [key]):
+            time.sleep(_CLAIM_POLL_S)
+            decision = self.database.decision(self.fingerprint, candidate.key)
+            if decision is not None:
+                return decision
+        return None
 
     def result(self, decision: Decision, seconds: float = 0.0) -> TuneResult:
         best_costs = np.minimum.accumulate([t.cost for t in self.trials])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import skip_for_missing_data
 from hlotune.collect.builtin import SAMPLES
 from hlotune.data.builtin import ROOT, SPLITS, resolve
 from hlotune.data.dataset import Dataset
@@ -24,7 +25,7 @@ def test_families_are_in_exactly_one_split():
 @pytest.mark.parametrize("collection", ["flags", "layout"])
 def test_collected_files_are_valid_and_split_by_family(collection):
     if not (ROOT / collection).is_dir():
-        pytest.skip(reason=f"builtin:{collection} is not collected in this checkout")
+        skip_for_missing_data(f"builtin:{collection} is not collected in this checkout")
     for split, families in SPLITS.items():
         if not (ROOT / collection / split).is_dir():
             continue

@@ -31,7 +31,7 @@ from hlotune.train.gst import GSTSettings, SegmentTraining
 from hlotune.train.losses import pairwise_hinge_loss
 from hlotune.train.targets import log_targets
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 BUILTIN_TRAIN = Path(hlotune.__file__).parent / "datasets" / "builtin" / "layout" / "train"
 SMALL = ModelConfig(hidden_dim=16, opcode_dim=8, num_layers=2)

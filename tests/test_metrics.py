@@ -2,8 +2,6 @@
 paper-protocol indices and tile score on the shared TpuGraphs fixtures."""
 
 import json
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,16 +18,6 @@ from hlotune.metrics import (
     summarize,
     top_k_error,
 )
-
-
-def tpugraphs_fixtures() -> Path:
-    """The shared TpuGraphs fixtures ($HLOTUNE_SHARED_DATA or ../shared/data), else skip."""
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    shared = os.environ.get("HLOTUNE_SHARED_DATA") or default
-    root = Path(shared) / "tpugraphs"
-    if not root.is_dir():
-        pytest.skip(f"no TpuGraphs fixtures at {root} (set HLOTUNE_SHARED_DATA)")
-    return root
 
 
 def brute_force_opa(runtimes, scores) -> float:
@@ -94,8 +82,8 @@ def test_kaggle_tile_score_by_hand():
     assert kaggle_tile_score(runtimes, runtimes) == 1.0
 
 
-def test_kaggle_tile_score_on_a_real_tile_graph():
-    (path,) = (tpugraphs_fixtures() / "npz" / "tile" / "xla" / "valid").glob("*.npz")
+def test_kaggle_tile_score_on_a_real_tile_graph(tpugraphs_dir):
+    (path,) = (tpugraphs_dir / "npz" / "tile" / "xla" / "valid").glob("*.npz")
     with np.load(path) as npz:
         runtimes = npz["config_runtime"] / npz["config_runtime_normalizers"]
     assert kaggle_tile_score(runtimes, scores=runtimes) == 1.0
@@ -212,16 +200,16 @@ def test_summarize_rejects_nothing_and_mixed_ks():
 # --- paper protocol --------------------------------------------------------------------------
 
 
-def test_eval_indices_load_from_the_shared_fixture():
-    indices = load_eval_indices(tpugraphs_fixtures() / "eval_indices" / "xla_default.json")
+def test_eval_indices_load_from_the_shared_fixture(tpugraphs_dir):
+    indices = load_eval_indices(tpugraphs_dir / "eval_indices" / "xla_default.json")
     chosen = eval_indices_for("resnet_v1_50_official_batch_128_bf16", indices)
     assert chosen.dtype == np.int64 and chosen.shape == (1000,)
     assert len(np.unique(chosen)) == 1000
     assert eval_indices_for("not_a_validation_graph", indices) is None
 
 
-def test_paper_protocol_on_the_layout_fixture():
-    fixtures = tpugraphs_fixtures()
+def test_paper_protocol_on_the_layout_fixture(tpugraphs_dir):
+    fixtures = tpugraphs_dir
     indices = load_eval_indices(fixtures / "eval_indices" / "xla_default.json")
     graph = fixtures / "npz" / "layout" / "xla" / "default" / "valid" / "unet_3d.4x4.bf16.npz"
     with np.load(graph) as npz:

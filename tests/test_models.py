@@ -24,7 +24,7 @@ from hlotune.models.layout_embedding import LayoutEmbedding
 from hlotune.models.normalizer import RunningMoments, SignLogNormalizer
 from hlotune.models.prune import neighbourhood, prune
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 SMALL = dict(hidden_dim=8, opcode_dim=4, num_layers=2)
 

@@ -1,4 +1,4 @@
-"""The shipped cost models: they load by name, rank held-out programs better than chance,
+"""The shipped cost models: they load by name, rank held-out programs as documented,
 fine-tune on one program's measurements and guide the default tune."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ import copy
 
 import numpy as np
 import pytest
-import torch
 
 from hlotune import metrics
 from hlotune.compiler.measure import MeasureSettings
@@ -21,16 +20,19 @@ from hlotune.train.targets import log_targets, measured
 from hlotune.tuning.database import TuningDatabase
 from hlotune.tuning.tuner import tune
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+# Kendall tau of the shipped models on the held-out test families, as docs/cost_model.md
+# documents them: the files and the documentation stay in step, and a regression shows.
+DOCUMENTED_TAU = {"flags": 0.405, "layout": 0.336}
 
 
 @pytest.mark.parametrize("collection", ["flags", "layout"])
-def test_pretrained_models_rank_held_out_programs_better_than_chance(collection):
+def test_pretrained_models_score_as_documented_on_held_out_families(collection):
     test = Dataset(f"builtin:{collection}/test")
     model = evaluate(test, load_scorer(f"pretrained:{collection}"))
-    chance = evaluate(test, load_scorer("baseline:random"))
-    assert model.kendall_tau > chance.kendall_tau + 0.05
-    assert model.opa > 0.5
+    assert abs(model.kendall_tau - DOCUMENTED_TAU[collection]) <= 0.05
+    assert model.kendall_tau > evaluate(test, load_scorer("baseline:random")).kendall_tau + 0.2
 
 
 def test_an_unknown_pretrained_name_is_a_clean_error():

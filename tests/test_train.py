@@ -17,7 +17,7 @@ from hlotune.train import CombinedLoss, train
 from hlotune.train import trainer as trainer_module
 from hlotune.train.losses import listmle_loss, mse_loss, pairwise_hinge_loss, pairwise_logistic_loss
 
-torch.set_num_threads(1)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 TINY = ModelConfig(hidden_dim=8, opcode_dim=4, num_layers=2, prune_hops=2)
 FAST = dict(configs_per_batch=20, lr=1e-2, model_config=TINY, progress=False)

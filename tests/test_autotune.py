@@ -49,7 +49,7 @@ def _decide(path, fingerprint: str, config: CompileConfig, machine: Machine | No
 
 def test_tune_takes_a_function_and_pytree_arguments_and_compiles_its_signature(tmp_path):
     path, args = tmp_path / "t.sqlite", _arguments()
-    options = dict(space="all", budget=4, batch=3, strategy="random", db_path=path, settings=CHEAP,
+    options = dict(space="layout", budget=4, batch=3, strategy="random", db_path=path, settings=CHEAP,
                    progress=False)
     result = hlotune.tune(mlp, *args, **options)
     assert result.program.startswith("export:" + str(tmp_path / "programs" / "mlp-"))

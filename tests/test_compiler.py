@@ -22,6 +22,7 @@ from hlotune.compiler.flags import (
 )
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.compiler.measure import FAILED, OK, MeasureSettings, measure
+from hlotune.compiler.output_check import check_outputs, rtol_for
 from hlotune.compiler.space import SearchSpace
 from hlotune.compiler.worker import HANG_ON
 from hlotune.data.npz import read_sample
@@ -181,14 +182,34 @@ def test_output_check_catches_a_real_miscompilation():
 
 
 def test_output_check_scales_tiny_leaves_by_the_whole_output():
-    from hlotune.compiler.worker import _max_rel_error
+    f32 = np.float32
+    reference = [np.array([1.0, -2.0], f32), np.array([1e-9, -2e-9], f32)]  # a gradient, 0 in theory
+    noise = [np.array([1.0, -2.0], f32), np.array([-1e-9, 3e-9], f32)]
+    assert check_outputs(noise, reference).ok and check_outputs(noise, reference).max_rel_error < 1e-5
+    wrong = check_outputs([np.array([1.0, -2.5], f32), np.array([1e-9, -2e-9], f32)], reference)
+    assert not wrong.ok and wrong.max_rel_error == pytest.approx(0.25) and "allowed" in wrong.reason
 
-    reference = [np.array([1.0, -2.0]), np.array([1e-9, -2e-9])]  # a gradient that is 0 in theory
-    noise = [np.array([1.0, -2.0]), np.array([-1e-9, 3e-9])]
-    assert _max_rel_error(noise, reference) < 1e-5
-    wrong = [np.array([1.0, -2.5]), np.array([1e-9, -2e-9])]
-    assert _max_rel_error(wrong, reference) == pytest.approx(0.25)
-    assert _max_rel_error([np.array([np.nan, 1.0]), reference[1]], reference) == float("inf")
+
+def test_output_check_keeps_nan_and_inf_where_the_default_has_them():
+    reference = [np.array([np.nan, 1.0, np.inf], np.float32)]
+    assert check_outputs([reference[0].copy()], reference).ok
+    for changed in ([0.0, 1.0, np.inf], [np.nan, np.nan, np.inf], [np.nan, 1.0, -np.inf]):
+        check = check_outputs([np.array(changed, np.float32)], reference)
+        assert not check.ok and "NaN or Inf" in check.reason
+
+
+def test_output_check_tolerances_suit_each_dtype():
+    import ml_dtypes
+
+    assert rtol_for(np.dtype(np.float64)) < rtol_for(np.dtype(np.float32)) < rtol_for(np.dtype(ml_dtypes.bfloat16))
+    reference = np.array([1.0, 2.0, 4.0])
+    off = reference * (1 + 2e-3)  # 0.2 %: rounding in bfloat16, a real change in float32
+    for dtype, passes in ((np.float32, False), (ml_dtypes.bfloat16, True), (np.float16, True)):
+        check = check_outputs([off.astype(dtype)], [reference.astype(dtype)])
+        assert check.ok is passes, dtype
+    assert check_outputs([off.astype(np.float32)], [reference.astype(np.float32)], rtol=1e-2).ok
+    assert not check_outputs([np.array([1, 2, 4])], [np.array([1, 2, 3])]).ok  # integers: exact
+    assert not check_outputs([np.array([True, False])], [np.array([True, True])]).ok
 
 
 def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
@@ -197,8 +218,9 @@ def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
     assert drawn == draw_configs(mlp_space, settings)
     assert drawn != draw_configs(mlp_space, CollectSettings(space="flags", configs=40, seed=2))
     assert len(set(drawn)) == 40 and not any(config.is_default for config in drawn)
-    singles = Exhaustive.around_default(SearchSpace("flags")).ask(1000)
-    assert set(drawn[: len(singles)]) == set(singles)  # every single change first
+    singles = Exhaustive.around_default(SearchSpace("flags", allow_numerics_change=True)).ask(1000)
+    assert set(drawn[: len(singles)]) == set(singles)  # every single change first, all options
+    assert any(config.numerics == "changing" for config in drawn)
     for search in ("random", "default"):
         layouts = draw_configs(mlp_space, CollectSettings(space="layout", configs=6, search=search))
         assert len(set(layouts)) == 6 and all(config.flags.is_default for config in layouts)

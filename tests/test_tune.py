@@ -204,13 +204,15 @@ def test_strategies_are_deterministic_for_a_seed_and_never_repeat(name, mlp_layo
 def test_exhaustive_enumerates_single_changes_and_refuses_big_spaces(mlp_layouts):
     flags = SearchSpace("flags")
     singles = Exhaustive.around_default(flags).ask(1000)
-    assert len(singles) == flags.count_within(1) == 30
+    assert len(singles) == flags.count_within(1) == 26  # 30 with the numerics-changing options
+    everything = SearchSpace("flags", allow_numerics_change=True)
+    assert len(Exhaustive.around_default(everything).ask(1000)) == everything.count_within(1) == 30
     with pytest.raises(HlotuneError, match="evolutionary"):
         Exhaustive.around_default(SearchSpace("all", mlp_layouts), depth=3)
 
 
 def test_the_search_space_repairs_combinations_xla_cannot_run(mlp_layouts):
-    genes = SearchSpace("all", mlp_layouts)
+    genes = SearchSpace("all", mlp_layouts, allow_numerics_change=True)
     honor = genes.config({"xla_cpu_fast_math_honor_division": False})
     assert dict(honor.flags.options)["xla_cpu_enable_fast_math"] is True
     constrained = genes.config({"pass:algsimp": True, "layout:e0": (0, 1)})
@@ -379,3 +381,30 @@ def test_a_failed_write_keeps_every_earlier_batch(tmp_path):
         assert db._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         records = db.records(program_fingerprint(load_program("zoo:vit@tiny")))
         assert [r.config for r in records] == [DEFAULT_CONFIG, *recorded[:4]]  # the first batch
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_numerics_changing_options_are_searched_only_when_allowed(tmp_path, allowed):
+    replay, _ = _replay_of_vit()
+    space = SearchSpace("flags", allow_numerics_change=allowed)
+    singles = Exhaustive.around_default(space).ask(1000)
+    result = tune("zoo:vit@tiny", strategy=Exhaustive(singles), runner=replay, budget=len(singles) + 1,
+                  db_path=tmp_path / "db.sqlite", progress=False, allow_numerics_change=allowed)
+    with TuningDatabase(tmp_path / "db.sqlite", machine=replay.machine) as db:
+        kinds = {record.config.numerics for record in db.records(result.fingerprint)}
+    assert kinds == ({"preserving", "changing"} if allowed else {"preserving"})
+    assert result.numerics == result.best_config.numerics
+    assert allowed or result.numerics == "preserving"
+    with pytest.raises(HlotuneError, match="changes numerics"):
+        SearchSpace("flags").genome(CompileConfig(FlagConfig.from_dict({"xla_cpu_enable_fast_math": True})))
+
+
+def test_a_relaxed_decision_is_never_handed_to_a_run_that_did_not_allow_it(tmp_path):
+    safe = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    fast = CompileConfig(FlagConfig.from_dict({"xla_cpu_enable_fast_math": True}))
+    with TuningDatabase(tmp_path / "db.sqlite") as db:
+        for chosen in (safe, fast):
+            db.decide(Decision("f" * 64, chosen, chosen, 200.0, 150.0, 0.02, "random", "flags", 0.0))
+        assert db.best("f" * 64).chosen == safe
+        assert db.best("f" * 64, allow_numerics_change=True).chosen == fast
+        assert "changes numerics" in db.export("f" * 64, "xla_flags").note

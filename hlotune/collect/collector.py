@@ -45,7 +45,7 @@ class CollectSettings:
     search: str = "random"  # layout: random or default (perturbations of the compiler's choice)
     batch: int = 8
     repeats: int = 3
-    rtol: float = 1e-3
+    rtol: float | None = None  # float outputs' tolerance; None: per dtype
 
     def __post_init__(self) -> None:
         if self.space not in COLLECTIONS:
@@ -111,7 +111,8 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
 def draw_configs(layouts: LayoutSpace, settings: CollectSettings) -> list[CompileConfig]:
     """The configs to measure, drawn through the tuner's space and strategies (the same seed
     draws the same configs)."""
-    return _strategy(SearchSpace(settings.space, layouts), settings).ask(settings.configs)
+    space = SearchSpace(settings.space, layouts, allow_numerics_change=True)  # data wants variety
+    return _strategy(space, settings).ask(settings.configs)
 
 
 def _strategy(space: SearchSpace, settings: CollectSettings) -> Strategy:

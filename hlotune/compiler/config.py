@@ -39,5 +39,11 @@ class CompileConfig:
     def is_default(self) -> bool:
         return self.flags.is_default and self.layout.is_default
 
+    @property
+    def numerics(self) -> str:
+        """"changing" if an option changes results by design (opt-in when tuning), else
+        "preserving" (layouts never change results)."""
+        return "changing" if self.flags.changes_numerics else "preserving"
+
 
 DEFAULT_CONFIG = CompileConfig()

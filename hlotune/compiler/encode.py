@@ -13,7 +13,7 @@ from functools import cached_property
 import numpy as np
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FLAG_FEATURE_NAMES
+from hlotune.compiler.flags import FLAG_FEATURE_NAMES, FLAG_FEATURE_NUMERICS
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
@@ -44,7 +44,9 @@ class ConfigEncoder:
         measured = {} if runtime_samples is None else {"config_runtime_samples": runtime_samples}
         if collection == "flags":
             feat = np.stack([config.flags.features() for config in configs])
-            encoded = FlagConfigs(feat, np.array(FLAG_FEATURE_NAMES), runtime, **measured)
+            numerics = np.array(FLAG_FEATURE_NUMERICS, np.int64)
+            encoded = FlagConfigs(feat, np.array(FLAG_FEATURE_NAMES), runtime, **measured,
+                                  config_feat_numerics=numerics)
         elif collection == "layout":
             feat = self.layouts.node_config_feat([config.layout for config in configs])
             encoded = LayoutConfigs(self.layouts.node_config_ids, feat, runtime, **measured)

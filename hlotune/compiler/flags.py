@@ -24,11 +24,16 @@ FAST_MATH = "xla_cpu_enable_fast_math"
 
 @dataclass(frozen=True)
 class FlagOption:
-    """One DebugOptions field: its values (the first is XLA's default) and why it matters."""
+    """One DebugOptions field: its values (the first is XLA's default) and why it matters.
+
+    `changes_numerics`: a value other than XLA's default changes results by design (docs/
+    compiler.md says why for each), so tuning searches it only when the user allows it.
+    """
 
     name: str
     values: tuple
     doc: str
+    changes_numerics: bool = False
 
     @property
     def default(self):
@@ -59,17 +64,18 @@ FLAG_OPTIONS: tuple[FlagOption, ...] = (
     FlagOption("xla_cpu_use_xnnpack", (True, False), "offload to XNNPACK"),
     FlagOption("xla_cpu_experimental_ynn_fusion_type", ("",) + YNN_FUSION_TYPES,
                "which ops YNNPACK library fusions take ('' = XLA's default list)"),
-    FlagOption(FAST_MATH, (False, True), "unsafe fast math (outputs are checked)"),
-    FlagOption("xla_cpu_fast_math_honor_division", (True, False), "fast math: keep true division"),
-    FlagOption("xla_cpu_fast_math_honor_functions", (True, False), "fast math: exact functions"),
+    FlagOption(FAST_MATH, (False, True), "unsafe fast math (outputs are checked)", True),
+    FlagOption("xla_cpu_fast_math_honor_division", (True, False), "fast math: keep true division", True),
+    FlagOption("xla_cpu_fast_math_honor_functions", (True, False), "fast math: exact functions", True),
     FlagOption("xla_cpu_prefer_vector_width", (256, 128, 512), "preferred SIMD width in bits"),
     FlagOption("xla_cpu_max_isa", ("", "SSE4_2", "AVX", "AVX2", "AVX512"), "newest ISA to emit"),
     FlagOption("xla_cpu_opt_preset", ("CPU_OPT_PRESET_DEFAULT", "CPU_OPT_PRESET_FAST_RUNTIME",
                                       "CPU_OPT_PRESET_FAST_COMPILE"), "optimisation preset"),
     FlagOption("xla_cpu_multi_thread_eigen", (True, False), "multi-threaded Eigen calls"),
-    FlagOption("xla_cpu_enable_fast_min_max", (True, False), "min/max that may drop NaNs"),
+    FlagOption("xla_cpu_enable_fast_min_max", (True, False), "min/max that may drop NaNs", True),
 )
 OPTIONS_BY_NAME: dict[str, FlagOption] = {option.name: option for option in FLAG_OPTIONS}
+NUMERICS_CHANGING = frozenset(option.name for option in FLAG_OPTIONS if option.changes_numerics)
 # Options that only mean something under fast math (XLA ignores them otherwise).
 FAST_MATH_ONLY = ("xla_cpu_fast_math_honor_division", "xla_cpu_fast_math_honor_functions")
 
@@ -85,6 +91,10 @@ def _feature_names() -> tuple[str, ...]:
 
 
 FLAG_FEATURE_NAMES: tuple[str, ...] = _feature_names()
+# Per config_feat column: whether it belongs to a numerics-changing option (the files say so).
+FLAG_FEATURE_NUMERICS: tuple[bool, ...] = tuple(
+    name.partition("=")[0] in NUMERICS_CHANGING for name in FLAG_FEATURE_NAMES
+)
 
 
 @dataclass(frozen=True)
@@ -138,6 +148,11 @@ class FlagConfig:
     @property
     def is_default(self) -> bool:
         return not self.options and not self.disabled_passes
+
+    @property
+    def changes_numerics(self) -> bool:
+        """Whether it sets an option that changes results by design (fast math, ...)."""
+        return any(name in NUMERICS_CHANGING for name, _ in self.options)
 
     def compiler_options(self) -> dict[str, Any]:
         """What `Lowered.compile(compiler_options=...)` takes."""

@@ -37,7 +37,7 @@ class MeasureSettings:
     rounds: int = 10
     repeats: int = 3  # calls per config per round: rounds * repeats samples (30 by default)
     default_replicas: int = 2  # extra default executables beside the reference
-    rtol: float = 1e-3  # outputs may differ from the default's by this, relative to max|default|
+    rtol: float | None = None  # float outputs' tolerance; None: per dtype (output_check.py)
     compile_timeout_s: float = 300.0
     run_timeout_s: float = 120.0  # one config's `repeats` calls
     seed: int = 0
@@ -45,6 +45,8 @@ class MeasureSettings:
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.repeats < 1 or self.default_replicas < 1:
             raise HlotuneError("rounds, repeats and default replicas must be at least 1")
+        if self.rtol is not None and not self.rtol > 0:
+            raise HlotuneError(f"the output tolerance (rtol) must be positive, got {self.rtol}")
 
 
 @dataclass
@@ -140,9 +142,8 @@ def _compile(session: _Session, id: str, config: CompileConfig, result: Measurem
         result.status, result.reason = FAILED, reply["error"]
         return
     result.compile_s, result.max_rel_error = reply["compile_s"], reply["max_rel_error"]
-    if result.max_rel_error > settings.rtol:
-        result.status = WRONG_OUTPUT
-        result.reason = f"outputs differ from the default's by {result.max_rel_error:.3g} (relative)"
+    if not reply["outputs_match"]:
+        result.status, result.reason = WRONG_OUTPUT, reply["mismatch"]
         session.drop(id)
 
 
@@ -188,9 +189,8 @@ class _Session:
         self._stop()
 
     def compile(self, id: str, config: CompileConfig) -> dict:
-        reply = self._request(
-            {"op": "compile", "id": id, "config": config.to_dict()}, self.settings.compile_timeout_s
-        )
+        request = {"op": "compile", "id": id, "config": config.to_dict(), "rtol": self.settings.rtol}
+        reply = self._request(request, self.settings.compile_timeout_s)
         if reply["ok"]:
             self._compiled[id] = config
         return reply

@@ -24,6 +24,7 @@ from hlotune.compiler.flags import (
     FAST_MATH,
     FAST_MATH_ONLY,
     FLAG_OPTIONS,
+    NUMERICS_CHANGING,
     SAMPLED_PASSES,
     FlagConfig,
 )
@@ -46,15 +47,21 @@ class Gene:
 
 
 class SearchSpace:
-    """The genes of `kind` ("flags", "layout" or "all") for one program."""
+    """The genes of `kind` ("flags", "layout" or "all") for one program. Options that change
+    results by design (fast math, ...) are genes only with `allow_numerics_change`."""
 
-    def __init__(self, kind: str, layouts: LayoutSpace | None = None) -> None:
+    def __init__(
+        self, kind: str, layouts: LayoutSpace | None = None, *, allow_numerics_change: bool = False
+    ) -> None:
         if kind not in SPACES:
             raise HlotuneError(f"unknown space {kind!r}: use {', '.join(SPACES)}")
-        self.kind = kind
+        self.kind, self.allow_numerics_change = kind, allow_numerics_change
         genes: list[Gene] = []
         if kind in ("flags", "all"):
-            genes += [Gene(option.name, option.values) for option in FLAG_OPTIONS]
+            genes += [
+                Gene(option.name, option.values) for option in FLAG_OPTIONS
+                if allow_numerics_change or option.name not in NUMERICS_CHANGING
+            ]
             genes += [Gene(_PASS + name, (False, True)) for name in SAMPLED_PASSES]
         if kind in ("layout", "all"):
             if layouts is None or not layouts.sites:
@@ -98,7 +105,8 @@ class SearchSpace:
         names = {gene.name for gene in self.genes}
         outside = [name for name in genome if name not in names]
         if outside:
-            raise HlotuneError(f"{outside[0]} is not part of the {self.kind} search space")
+            why = " (it changes numerics: allow_numerics_change)" if outside[0] in NUMERICS_CHANGING else ""
+            raise HlotuneError(f"{outside[0]} is not part of the {self.kind} search space{why}")
         return genome
 
     def random_config(self, rng: random.Random, rate: float = 0.25) -> CompileConfig:

@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from hlotune.compiler.output_check import check_outputs
+
 
 # Fault injection for the parent's timeout path (tests): running a config whose key contains
 # this text hangs the worker, as a stuck XLA executable would. Unset, it costs nothing.
@@ -39,7 +41,7 @@ class Worker:
         self._space = LayoutSpace(load_program(program))
         return {"ok": True, "sites": len(self._space.sites)}
 
-    def compile(self, id: str, config: dict, warmup: int = 2) -> dict:
+    def compile(self, id: str, config: dict, rtol: float | None = None, warmup: int = 2) -> dict:
         """Compile, warm up and check the outputs against the reference (the first compiled)."""
         from hlotune.compiler.config import CompileConfig
 
@@ -57,7 +59,9 @@ class Worker:
             self._reference = outputs
         self._compiled[id] = (executable, args)
         self._keys[id] = parsed.key
-        return {"ok": True, "compile_s": compile_s, "max_rel_error": _max_rel_error(outputs, self._reference)}
+        check = check_outputs(outputs, self._reference, rtol)
+        return {"ok": True, "compile_s": compile_s, "max_rel_error": check.max_rel_error,
+                "outputs_match": check.ok, "mismatch": check.reason}
 
     def run(self, ids: list[str], repeats: int) -> dict:
         """Time `repeats` calls of each config in order, streaming each config's samples."""
@@ -90,33 +94,6 @@ def _leaves(tree) -> list:
 def _block(outputs) -> None:
     for leaf in _leaves(outputs):
         leaf.block_until_ready()
-
-
-# Leaves far smaller than the largest output are compared at this fraction of its size: a
-# gradient that is exactly zero in theory (a bias before a normalisation) is rounding noise,
-# and relative to itself it differs by 100 % between two correct compilations.
-_SCALE_FLOOR = 1e-3
-
-
-def _max_rel_error(outputs: list[np.ndarray], reference: list[np.ndarray]) -> float:
-    """Largest |difference| / scale over output leaves (0 for exact equality).
-
-    A leaf's scale is its own max|reference|, but at least `_SCALE_FLOOR` times the largest
-    max|reference| of all leaves.
-    """
-    if len(outputs) != len(reference) or any(o.shape != r.shape for o, r in zip(outputs, reference)):
-        return float("inf")
-    pairs = [(o.astype(np.float64), r.astype(np.float64)) for o, r in zip(outputs, reference) if r.size]
-    if any(not np.array_equal(np.isfinite(o), np.isfinite(r)) for o, r in pairs):
-        return float("inf")
-    peaks = [float(np.abs(r[np.isfinite(r)]).max(initial=0.0)) for _, r in pairs]
-    floor = _SCALE_FLOOR * max(peaks, default=0.0)
-    worst = 0.0
-    for (out, ref), peak in zip(pairs, peaks):
-        finite = np.isfinite(ref)
-        difference = float(np.abs(out[finite] - ref[finite]).max(initial=0.0))
-        worst = max(worst, difference / max(peak, floor, 1e-30))
-    return worst
 
 
 def main() -> int:

@@ -71,6 +71,7 @@ class FlagConfigs:
     config_feat_names: np.ndarray  # (f,) unicode
     config_runtime: np.ndarray  # (c,) int64 ns (median)
     config_runtime_samples: np.ndarray | None = None  # (c, s) int64 ns
+    config_feat_numerics: np.ndarray | None = None  # (f,) int64: 1 = a numerics-changing option
 
 
 Configs = TileConfigs | LayoutConfigs | FlagConfigs

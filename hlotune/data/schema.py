@@ -223,6 +223,9 @@ CONFIG_KEYS: Mapping[str, tuple[KeySpec, ...]] = {
                 rules=(Unique(),)),
         KeySpec("config_runtime", "int", ("c",), "median runtime in ns", rules=(NON_NEGATIVE,)),
         RUNTIME_SAMPLES,
+        KeySpec("config_feat_numerics", "int", ("f",),
+                "1 where the column's option changes results by design (fast math, ...)",
+                required=False, rules=(Bounds(low=0, high=1),)),
     ),
 }
 

@@ -93,7 +93,8 @@ class Autotuned:
         decision = None
         if self._db.is_file():
             with TuningDatabase(self._db) as db:
-                decision = db.best(fingerprint)
+                allowed = self._tune_options.get("allow_numerics_change", False)
+                decision = db.best(fingerprint, allow_numerics_change=allowed)
         if decision is not None:
             return self._compiled(program, Choice(decision.chosen, DATABASE, fingerprint))
         if self._tune_on_first_call:
@@ -122,7 +123,8 @@ def autotune(
 
     `db` is the tuning database ($HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite by default);
     `space`, `budget` and `tune_options` (strategy, model, settings, time_s, batch, seed,
-    progress) go to `hlotune.tune` when a signature is tuned.
+    progress, allow_numerics_change) go to `hlotune.tune` when a signature is tuned; a config
+    that changes numerics is used only when `allow_numerics_change=True` was given.
     """
     def decorate(function: Callable) -> Autotuned:
         return Autotuned(function, space=space, budget=budget, tune_on_first_call=tune_on_first_call,

@@ -58,6 +58,12 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--runner", default="local", metavar="R",
                       help="where batches are measured: local (default), or ray[:ADDRESS] for the "
                       "workers of a Ray cluster started with `ray start` (docs/tuning.md)")
+    tune.add_argument("--allow-numerics-change", action="store_true",
+                      help="also search options that change results by design (fast math, fast "
+                      "min/max); without it only numerics-preserving options are searched")
+    tune.add_argument("--rtol", type=float, metavar="R",
+                      help="how far float outputs may differ from the default's, relative "
+                      "(default: per dtype, docs/compiler.md)")
     tune.add_argument("--json", action="store_true", help="print one JSON object last")
     tune.set_defaults(run=run_tune)
 
@@ -81,13 +87,15 @@ def add_commands(subparsers) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> int:
+    from hlotune.compiler.measure import MeasureSettings
     from hlotune.tuning.tuner import tune
 
     result = tune(
         args.program, space=args.space, budget=args.budget, time_s=args.time,
         strategy=args.strategy, model=None if args.model == "none" else args.model,
         fine_tune_every=args.fine_tune_every, db_path=args.db, batch=args.batch, seed=args.seed,
-        runner=args.runner,
+        runner=args.runner, allow_numerics_change=args.allow_numerics_change,
+        settings=MeasureSettings(rtol=args.rtol),
     )
     if args.json:
         print(json.dumps(result.to_json()))
@@ -106,7 +114,7 @@ def run_tune(args: argparse.Namespace) -> int:
     print(f"  best          {best}")
     print(f"  evaluated     {result.measurements} measured + {result.resumed} from the database "
           f"({result.failed} failed) in {result.seconds:.1f} s")
-    print(f"  config        {json.dumps(result.best_config.to_dict())}")
+    print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
     return 0
 
 
@@ -131,14 +139,16 @@ def run_show(args: argparse.Namespace) -> int:
         if not records:
             raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
         print(f"{db.name_of(fingerprint)} ({fingerprint[:12]}): {len(records)} configs measured here")
-        print(f"  {'SPEEDUP':>7}  {'STATUS':<12} CONFIG")
+        print(f"  {'SPEEDUP':>7}  {'STATUS':<12} {'MAX ERROR':>9}  {'NUMERICS':<10} CONFIG")
         for record in records:
             speedup = f"{1 / record.cost:.3f}x" if record.ok else "-"
+            error = "-" if record.max_rel_error is None else f"{record.max_rel_error:.2g}"
             reason = f"  ({record.reason})" if record.reason else ""
-            print(f"  {speedup:>7}  {record.status:<12} {record.config_key}{reason}")
-        best = db.best(fingerprint)
+            print(f"  {speedup:>7}  {record.status:<12} {error:>9}  {record.config.numerics:<10} "
+                  f"{record.config_key}{reason}")
+        best = db.decision(fingerprint)
         if best is not None:
-            print(f"  tuned: {_decision_text(best)} -> {best.chosen.key}")
+            print(f"  tuned: {_decision_text(best)} -> {best.chosen.key} (numerics-{best.chosen.numerics})")
     return 0
 
 

@@ -41,7 +41,7 @@ from hlotune.compiler.measure import OK, BatchResult, Measurement
 from hlotune.errors import HlotuneError
 
 EXPORT_FORMATS = ("json", "compiler_options", "xla_flags")
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 2: measurements.max_rel_error
 _BUSY_TIMEOUT_S = 60.0
 CONFIRM_PREFIX = "confirm:"  # claims on re-measuring a candidate beside the default
 _CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only after this
@@ -66,6 +66,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     samples TEXT NOT NULL,
     compile_s REAL NOT NULL,
     timestamp REAL NOT NULL,
+    max_rel_error REAL,
     UNIQUE (program, config, machine, jax, jaxlib)
 );
 CREATE TABLE IF NOT EXISTS decisions (
@@ -115,6 +116,7 @@ class Record:
     samples: tuple[int, ...]
     compile_s: float
     timestamp: float
+    max_rel_error: float | None = None  # outputs vs the default's (None: measured before v2)
 
     @property
     def config(self) -> CompileConfig:
@@ -220,10 +222,12 @@ class TuningDatabase(Database):
     def _migrate(self) -> None:
         with self._writing():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, _SCHEMA_VERSION):
+            if version not in (0, 1, _SCHEMA_VERSION):
                 raise HlotuneError(
                     f"{self.path}: tuning database version {version}, this hlotune reads {_SCHEMA_VERSION}"
                 )
+            if version == 1:  # its records keep max_rel_error NULL: not checked then
+                self._db.execute("ALTER TABLE measurements ADD COLUMN max_rel_error REAL")
             for statement in _SCHEMA.split(";"):
                 self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -296,10 +300,10 @@ class TuningDatabase(Database):
 
     def _insert(self, program: str, m: Measurement, default_ns: float, noise_floor: float) -> None:
         self._db.execute(
-            "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (program, m.config.key, *self._scope, m.status, m.reason,
              m.median_ns if m.samples_ns else None, default_ns, _finite_or_none(noise_floor),
-             json.dumps(m.samples_ns), m.compile_s, time.time()),
+             json.dumps(m.samples_ns), m.compile_s, time.time(), _finite_or_none(m.max_rel_error)),
         )
 
     def decide(self, decision: Decision) -> None:
@@ -326,7 +330,7 @@ class TuningDatabase(Database):
     def _records(self, where: str, arguments: tuple) -> list[Record]:
         rows = self._db.execute(
             "SELECT program, config, status, reason, median_ns, default_ns, noise_floor, samples, "
-            "compile_s, timestamp FROM measurements "
+            "compile_s, timestamp, max_rel_error FROM measurements "
             f"WHERE program = ? {where} AND machine = ? AND jax = ? AND jaxlib = ? ORDER BY rowid",
             (*arguments, *self._scope),
         ).fetchall()
@@ -334,6 +338,16 @@ class TuningDatabase(Database):
 
     def decision(self, program: str, candidate_key: str | None = None) -> Decision | None:
         """The latest decision on the program (about `candidate_key`, if given)."""
+        return next(self._decisions(program, candidate_key), None)
+
+    def best(self, program: str, *, allow_numerics_change: bool = False) -> Decision | None:
+        """What the latest finished tune of the program chose here (None: never tuned here);
+        a config that changes numerics only with `allow_numerics_change`."""
+        return next((d for d in self._decisions(program)
+                     if allow_numerics_change or not d.chosen.flags.changes_numerics), None)
+
+    def _decisions(self, program: str, candidate_key: str | None = None) -> Iterator[Decision]:
+        """The program's decisions here, newest first."""
         query = (
             "SELECT program, candidate, chosen, default_ns, candidate_ns, noise_floor, strategy, "
             "space, timestamp FROM decisions WHERE program = ? AND machine = ? AND jax = ? "
@@ -342,15 +356,8 @@ class TuningDatabase(Database):
         arguments: tuple = (program, *self._scope)
         if candidate_key is not None:
             query, arguments = query + " AND candidate = ?", arguments + (candidate_key,)
-        row = self._db.execute(query + " ORDER BY rowid DESC LIMIT 1", arguments).fetchone()
-        if row is None:
-            return None
-        program, candidate, chosen, *rest = row
-        return Decision(program, _config(candidate), _config(chosen), *rest)
-
-    def best(self, program: str) -> Decision | None:
-        """What the latest finished tune of the program chose here (None: never tuned here)."""
-        return self.decision(program)
+        for program, candidate, chosen, *rest in self._db.execute(query + " ORDER BY rowid DESC", arguments).fetchall():
+            yield Decision(program, _config(candidate), _config(chosen), *rest)
 
     def programs(self) -> list[ProgramEntry]:
         """Programs with records on this machine and compiler, most recently measured last."""
@@ -361,7 +368,7 @@ class TuningDatabase(Database):
             "ORDER BY MAX(m.timestamp)",
             (OK, *self._scope),
         ).fetchall()
-        return [ProgramEntry(fp, name, count, failed, self.best(fp)) for fp, name, count, failed, _ in rows]
+        return [ProgramEntry(fp, name, count, failed, self.decision(fp)) for fp, name, count, failed, _ in rows]
 
     def name_of(self, fingerprint: str) -> str:
         row = self._db.execute("SELECT name FROM programs WHERE fingerprint = ?", (fingerprint,)).fetchone()
@@ -383,18 +390,21 @@ class TuningDatabase(Database):
         note says so."""
         if fmt not in EXPORT_FORMATS:
             raise HlotuneError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
-        best = self.best(program)
+        best = self.decision(program)
         if best is None:
             raise HlotuneError(f"{self.name_of(program)}: not tuned on this machine yet (run hlotune tune)")
         config = best.chosen
+        numerics = ("the tuned config changes numerics by design (it was searched with "
+                    "--allow-numerics-change)" if config.flags.changes_numerics else "")
         if fmt == "json":
-            return Export(json.dumps(self._export_json(best), indent=1), "")
+            return Export(json.dumps(self._export_json(best), indent=1), numerics)
         sites = len(config.layout.layouts)
-        note = (
+        layouts = (
             f"the tuned config also sets {sites} tensor layout(s), which XLA options cannot "
             "express: use --format json, or TuneResult.compiled() in Python"
             if sites else ""
         )
+        note = "; ".join(text for text in (numerics, layouts) if text)
         if fmt == "compiler_options":
             return Export(json.dumps(config.flags.compiler_options(), sort_keys=True), note)
         return Export(config.flags.xla_flags(), note)
@@ -405,6 +415,7 @@ class TuningDatabase(Database):
             "fingerprint": best.program,
             "machine": self.machine.to_dict(),
             "config": best.chosen.to_dict(),
+            "numerics": best.chosen.numerics,
             "compiler_options": best.chosen.flags.compiler_options(),
             "xla_flags": best.chosen.flags.xla_flags(),
             "kept_default": best.kept_default,

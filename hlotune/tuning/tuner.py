@@ -66,6 +66,7 @@ class TuneResult:
     failed: int = 0  # evaluated configs that failed or gave wrong outputs
     candidate: CompileConfig = DEFAULT_CONFIG  # the search's best, chosen or not
     candidate_speedup: float | None = None  # its re-measured speedup (None if it failed then)
+    numerics: str = "preserving"  # the chosen config's kind: "changing" only when allowed
     seconds: float = 0.0
     _program: Program | None = field(default=None, repr=False, compare=False)
 
@@ -98,6 +99,7 @@ def tune(
     progress: bool = True,
     runner: str | Runner = "local",
     callbacks: Sequence[Callback] = (),
+    allow_numerics_change: bool = False,
 ) -> TuneResult:
     """Tune the program spec `program` (zoo:NAME[@VARIANT], file.py:FACTORY, export:PATH), or
     the JAX function `program` for the example arguments `args` (pytrees of arrays).
@@ -114,6 +116,8 @@ def tune(
     `fine_tune_every` N fine-tunes the model on the measurements every N evaluated configs.
     `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and
     written under its machine's hardware fingerprint (runners.py). `callbacks` see every batch.
+    Options that change results by design (fast math, ...) are searched only with
+    `allow_numerics_change`.
     """
     started = time.monotonic()
     _check_arguments(space, budget, time_s, batch, fine_tune_every)
@@ -130,7 +134,7 @@ def tune(
         raise HlotuneError("example arguments go with a function, not with a program spec")
     loaded = load_program(program)
     layouts = LayoutSpace(loaded) if space != "flags" or model is not None else None
-    search_space = SearchSpace(space, layouts)
+    search_space = SearchSpace(space, layouts, allow_numerics_change=allow_numerics_change)
     cost_model = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
     search = strategy if isinstance(strategy, Strategy) else make_strategy(strategy, search_space, seed, cost_model)
     extra = [UpdateCostModel(fine_tune_every)] if cost_model is not None and fine_tune_every else []
@@ -297,5 +301,6 @@ class Tuner:
             candidate=decision.candidate,
             candidate_speedup=decision.default_ns / candidate_ns if candidate_ns else None,
             seconds=seconds,
+            numerics=decision.chosen.numerics,
             _program=self.program,
         )

@@ -11,9 +11,23 @@ from pathlib import Path
 from hlotune import __version__
 from hlotune.errors import HlotuneError
 from hlotune.opt.commands import add_commands as add_opt_commands
+from hlotune.progress import add_quiet, progress_bar
 from hlotune.tuning.commands import add_commands as add_tune_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
+EXIT_CODES = """\
+conventions:
+  --json      stdout holds JSON and nothing else: one object per line where a command
+              reports several items (files, modules, programs), else one object
+  --quiet     no progress bars (drawn only on a terminal anyway) or progress messages
+
+exit codes:
+  0    success
+  1    bad input: a missing or invalid file, option value or name, a missing extra
+  2    usage: unknown command or option (argparse)
+  3    internal error (set HLOTUNE_DEBUG=1 for the traceback)
+  130  interrupted (Ctrl-C)
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,6 +60,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="hlotune",
         description="ML for ML compilers: TpuGraphs-compatible graphs of XLA programs, "
         "learned cost models and autotuning.",
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hlotune {__version__}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -80,6 +96,7 @@ def _add_featurize(commands) -> None:
     featurize.add_argument("--extended", action="store_true",
                            help="append the extended features (docs/features.md)")
     featurize.add_argument("--json", action="store_true", help="print one JSON object per module")
+    add_quiet(featurize)
     featurize.set_defaults(run=_featurize)
 
 
@@ -116,6 +133,7 @@ def _add_collect(commands) -> None:
     collect.add_argument("--batch", type=int, default=8, help="configs measured together")
     collect.add_argument("--out", type=Path, required=True, metavar="DIR")
     collect.add_argument("--json", action="store_true", help="print one JSON object per program")
+    add_quiet(collect)
     collect.set_defaults(run=_collect)
 
 
@@ -165,6 +183,8 @@ def _add_train(commands) -> None:
     gst.add_argument("--segment-dropout", type=float, metavar="P",
                      help="drop stale segment embeddings with probability P (default 0)")
     train.add_argument("--resume", action="store_true", help="continue the run in OUT")
+    train.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(train)
     train.set_defaults(run=_train)
 
 
@@ -183,7 +203,8 @@ def _add_evaluate(commands) -> None:
                           help="paper: score only the official config indices (--eval-indices)")
     evaluate.add_argument("--eval-indices", type=Path, metavar="JSON",
                           help="TpuGraphs eval_indices/{xla,nlp}_{default,random}.json")
-    evaluate.add_argument("--json", action="store_true", help="print one JSON object last")
+    evaluate.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(evaluate)
     evaluate.set_defaults(run=_eval)
 
 
@@ -197,6 +218,8 @@ def _add_predict(commands) -> None:
     predict.add_argument("--model", required=True, metavar="M")
     predict.add_argument("--data", required=True, metavar="D")
     predict.add_argument("--csv", required=True, type=Path, metavar="OUT")
+    predict.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(predict)
     predict.set_defaults(run=_predict)
 
 
@@ -228,9 +251,9 @@ def _add_bench(commands) -> None:
     scale.add_argument("--configs", type=int, default=4, help="configs per step (default 4)")
     scale.add_argument("--segment-size", type=int, default=20_000, help="gst (default 20000)")
     scale.add_argument("--segments-sampled", type=int, default=1, help="gst (default 1)")
-    scale.add_argument("--max-rss-mb", type=float, help="stop (exit 2) past this RSS")
+    scale.add_argument("--max-rss-mb", type=float, help="stop (exit 1) past this RSS")
     scale.add_argument("--cache", type=Path, metavar="DIR", help="keep the built graphs here")
-    scale.add_argument("--json", action="store_true", help="print one JSON object last")
+    scale.add_argument("--json", action="store_true", help="print the result as one JSON object")
     scale.set_defaults(run=_bench_scale)
 
 
@@ -258,7 +281,8 @@ def _featurize(args: argparse.Namespace) -> int:
     from hlotune.hlo.sources import load_samples
     from hlotune.inspect import describe, format_inspection
 
-    samples = load_samples(args.source, optimized=args.optimized, extended=args.extended)
+    samples = load_samples(args.source, optimized=args.optimized, extended=args.extended,
+                           progress=not args.quiet)
     targets = _output_paths(args.output, samples)
     for sample, target in zip(samples, targets):
         if target is not None:
@@ -300,7 +324,7 @@ def _collect(args: argparse.Namespace) -> int:
         search=args.search, batch=args.batch,
     )
     for spec in args.program:
-        result = collect(spec, settings, args.out)
+        result = collect(spec, settings, args.out, progress=not args.quiet)
         if args.json:
             print(json.dumps(asdict(result)), flush=True)
         else:
@@ -315,6 +339,8 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from hlotune.models.config import ModelConfig
     from hlotune.train import train
 
@@ -327,9 +353,12 @@ def _train(args: argparse.Namespace) -> int:
         args.data, args.valid, args.out, epochs=args.epochs, loss=args.loss, seed=args.seed,
         configs_per_batch=args.configs_per_batch, lr=args.lr, model_config=model_config,
         graphs_per_step=args.graphs_per_step, drop_duplicate_configs=args.drop_duplicate_configs,
-        gst=_gst_settings(args), resume=args.resume,
+        gst=_gst_settings(args), resume=args.resume, progress=not args.quiet,
     )
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
+        return 0
+    if args.json:
+        print(json.dumps(asdict(result), default=str))  # model_dir is a Path
         return 0
     best = f"best epoch {result.best_epoch}" + (
         f" (valid {result.best_value:.3f})" if result.best_value is not None else "")
@@ -364,7 +393,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.protocol == "paper" and args.eval_indices is None:
         raise HlotuneError("--protocol paper needs --eval-indices (TpuGraphs eval_indices/*.json)")
     indices = load_eval_indices(args.eval_indices) if args.protocol == "paper" else None
-    result = evaluate(Dataset(args.data), load_scorer(args.model), eval_indices=indices)
+    dataset = Dataset(args.data)
+    graphs = progress_bar(dataset, show=not args.quiet, desc="eval", unit="graph", leave=False)
+    result = evaluate(graphs, load_scorer(args.model), eval_indices=indices)
     print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, args.data))
     return 0
 
@@ -377,7 +408,8 @@ def _predict(args: argparse.Namespace) -> int:
     score = load_scorer(args.model)
     dataset = Dataset(args.data)
     rows = {}
-    for index, sample in enumerate(dataset):
+    graphs = progress_bar(dataset, show=not args.quiet, desc="predict", unit="graph", leave=False)
+    for index, sample in enumerate(graphs):
         info = dataset.info_of(index)
         if sample.collection not in ("tile", "layout") or info.source is None:
             raise HlotuneError(
@@ -387,7 +419,8 @@ def _predict(args: argparse.Namespace) -> int:
         row = submission_id(sample.collection, info.source, info.search, sample.name)
         rows[row] = top_configs(score(sample), sample.collection)
     write_submission(args.csv, rows)
-    print(f"{len(rows)} rows -> {args.csv}")
+    print(json.dumps({"csv": str(args.csv), "rows": len(rows)}) if args.json
+          else f"{len(rows)} rows -> {args.csv}")
     return 0
 
 

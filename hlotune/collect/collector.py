@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from hlotune.collect.journal import Journal
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
@@ -32,6 +31,7 @@ from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
 from hlotune.program import load_program
+from hlotune.progress import progress_bar
 
 SPACES = ("flags", "layout")
 
@@ -117,8 +117,8 @@ def _candidates(space: LayoutSpace, settings: CollectSettings) -> list[CompileCo
 def _measure_batches(program, candidates, settings, journal: Journal, progress: bool) -> list[dict]:
     measure_settings = settings.measure_settings()
     starts = range(0, len(candidates), settings.batch)
-    bar = tqdm(total=len(starts) * measure_settings.rounds, desc=program, unit="round",
-               disable=not progress, leave=False)
+    bar = progress_bar(total=len(starts) * measure_settings.rounds, desc=program, unit="round",
+                       show=progress, leave=False)
     summaries = []
     for batch, start in enumerate(starts):
         if batch not in journal.batches:

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from tqdm import tqdm
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.layouts import LayoutSpace
@@ -36,6 +35,7 @@ from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
 from hlotune.program import Program, load_program
+from hlotune.progress import progress_bar
 from hlotune.tuning.database import Decision, Record, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.ranking import DEFAULT_MODEL, ModelRanker, load_scorers
@@ -203,8 +203,8 @@ class _Run:
     def search(self, strategy: Strategy, budget: int | None, deadline: float | None, batch: int,
                progress: bool, after_batch: Callable[[_Run], None] | None = None) -> None:
         strategy.tell(self.evaluations)
-        bar = tqdm(total=budget, desc=self.program, unit="config", leave=False,
-                   disable=None if progress else True, initial=1)
+        bar = progress_bar(total=budget, desc=self.program, unit="config", leave=False,
+                           show=progress, initial=1)
         while (budget is None or len(self.evaluations) < budget) and (
             deadline is None or time.monotonic() < deadline
         ):

@@ -15,11 +15,12 @@ from hlotune.progress import add_quiet, progress_bar
 from hlotune.tuning.commands import add_commands as add_tune_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
-EXIT_CODES = """\
+EPILOG = """\
 conventions:
   --json      stdout holds JSON and nothing else: one object per line where a command
               reports several items (files, modules, programs), else one object
-  --quiet     no progress bars (drawn only on a terminal anyway) or progress messages
+  --quiet     no progress bars or progress messages on stderr (bars are drawn only
+              on a terminal: never into logs or pipes)
 
 exit codes:
   0    success
@@ -58,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hlotune",
-        description="ML for ML compilers: TpuGraphs-compatible graphs of XLA programs, "
+        description="ML for ML compilers: TpuGraphs-compatible graphs of XLA programs,\n"
         "learned cost models and autotuning.",
-        epilog=EXIT_CODES,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hlotune {__version__}")

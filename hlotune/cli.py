@@ -394,8 +394,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.protocol == "paper" and args.eval_indices is None:
         raise HlotuneError("--protocol paper needs --eval-indices (TpuGraphs eval_indices/*.json)")
     indices = load_eval_indices(args.eval_indices) if args.protocol == "paper" else None
-    dataset = Dataset(args.data)
-    graphs = progress_bar(dataset, show=not args.quiet, desc="eval", unit="graph", leave=False)
+    graphs = progress_bar(Dataset(args.data), show=not args.quiet, desc="eval", unit="graph",
+                          leave=False)
     result = evaluate(graphs, load_scorer(args.model), eval_indices=indices)
     print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, args.data))
     return 0

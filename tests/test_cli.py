@@ -190,3 +190,37 @@ def test_bench_scale_past_its_memory_cap_exits_1_and_reports_the_run_failed(tmp_
     assert result.returncode == 1  # 2 is for usage errors alone
     assert "RSS passed the 1 MB cap" in json.loads(result.stdout)["failed"]
     assert_clean_error(result, "RSS passed the 1 MB cap (--max-rss-mb)")
+
+
+def _stderr_on_a_terminal(*args: str) -> str:
+    """Run `hlotune ARGS` with stderr on a pseudo-terminal, as a person would, and read it."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
+    child = subprocess.Popen([sys.executable, "-m", "hlotune.cli", *args],
+                             stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert child.wait() == 0
+    return b"".join(chunks).decode()
+
+
+def test_progress_bars_show_on_a_terminal_unless_quiet():
+    place = ("opt", "place", "zoo:mlp@tiny", "--devices", "2", "--iterations", "3",
+             "--samples", "2")
+    assert "PPO zoo:mlp@tiny" in _stderr_on_a_terminal(*place)
+    assert _stderr_on_a_terminal(*place, "--quiet") == ""

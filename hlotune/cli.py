@@ -11,10 +11,25 @@ from pathlib import Path
 from hlotune import __version__
 from hlotune.errors import HlotuneError
 from hlotune.opt.commands import add_commands as add_opt_commands
+from hlotune.progress import add_quiet, progress_bar
 from hlotune.train.commands import add_commands as add_train_commands
 from hlotune.tuning.commands import add_commands as add_tune_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
+EPILOG = """\
+conventions:
+  --json      stdout holds JSON and nothing else: one object per line where a command
+              reports several items (files, modules, programs), else one object
+  --quiet     no progress bars or progress messages on stderr (bars are drawn only
+              on a terminal: never into logs or pipes)
+
+exit codes:
+  0    success
+  1    bad input: a missing or invalid file, option value or name, a missing extra
+  2    usage: unknown command or option (argparse)
+  3    internal error (set HLOTUNE_DEBUG=1 for the traceback)
+  130  interrupted (Ctrl-C)
+"""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hlotune",
-        description="ML for ML compilers: TpuGraphs-compatible graphs of XLA programs, "
+        description="ML for ML compilers: TpuGraphs-compatible graphs of XLA programs,\n"
         "learned cost models and autotuning.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hlotune {__version__}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
@@ -80,6 +97,7 @@ def _add_featurize(commands) -> None:
     featurize.add_argument("--extended", action="store_true",
                            help="append the extended features (docs/features.md)")
     featurize.add_argument("--json", action="store_true", help="print one JSON object per module")
+    add_quiet(featurize)
     featurize.set_defaults(run=_featurize)
 
 
@@ -116,6 +134,7 @@ def _add_collect(commands) -> None:
     collect.add_argument("--batch", type=int, default=8, help="configs measured together")
     collect.add_argument("--out", type=Path, required=True, metavar="DIR")
     collect.add_argument("--json", action="store_true", help="print one JSON object per program")
+    add_quiet(collect)
     collect.set_defaults(run=_collect)
 
 
@@ -136,7 +155,8 @@ def _add_evaluate(commands) -> None:
                           help="paper: score only the official config indices (--eval-indices)")
     evaluate.add_argument("--eval-indices", type=Path, metavar="JSON",
                           help="TpuGraphs eval_indices/{xla,nlp}_{default,random}.json")
-    evaluate.add_argument("--json", action="store_true", help="print one JSON object last")
+    evaluate.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(evaluate)
     evaluate.set_defaults(run=_eval)
 
 
@@ -150,6 +170,8 @@ def _add_predict(commands) -> None:
     predict.add_argument("--model", required=True, metavar="M")
     predict.add_argument("--data", required=True, metavar="D")
     predict.add_argument("--csv", required=True, type=Path, metavar="OUT")
+    predict.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(predict)
     predict.set_defaults(run=_predict)
 
 
@@ -174,7 +196,8 @@ def _featurize(args: argparse.Namespace) -> int:
     from hlotune.hlo.sources import load_samples
     from hlotune.inspection import describe, format_inspection
 
-    samples = load_samples(args.source, optimized=args.optimized, extended=args.extended)
+    samples = load_samples(args.source, optimized=args.optimized, extended=args.extended,
+                           progress=not args.quiet)
     targets = _output_paths(args.output, samples)
     for sample, target in zip(samples, targets):
         if target is not None:
@@ -216,7 +239,7 @@ def _collect(args: argparse.Namespace) -> int:
         search=args.search, batch=args.batch,
     )
     for spec in args.program:
-        result = collect(spec, settings, args.out)
+        result = collect(spec, settings, args.out, progress=not args.quiet)
         if args.json:
             print(json.dumps(asdict(result)), flush=True)
         else:
@@ -243,7 +266,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.protocol == "paper" and args.eval_indices is None:
         raise HlotuneError("--protocol paper needs --eval-indices (TpuGraphs eval_indices/*.json)")
     indices = load_eval_indices(args.eval_indices) if args.protocol == "paper" else None
-    result = evaluate(Dataset(args.data), load_scorer(args.model), eval_indices=indices)
+    graphs = progress_bar(Dataset(args.data), show=not args.quiet, desc="eval", unit="graph",
+                          leave=False)
+    result = evaluate(graphs, load_scorer(args.model), eval_indices=indices)
     print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, args.data))
     return 0
 
@@ -256,7 +281,8 @@ def _predict(args: argparse.Namespace) -> int:
     score = load_scorer(args.model)
     dataset = Dataset(args.data)
     rows = {}
-    for index, sample in enumerate(dataset):
+    graphs = progress_bar(dataset, show=not args.quiet, desc="predict", unit="graph", leave=False)
+    for index, sample in enumerate(graphs):
         info = dataset.info_of(index)
         if sample.collection not in ("tile", "layout") or info.source is None:
             raise HlotuneError(
@@ -266,7 +292,8 @@ def _predict(args: argparse.Namespace) -> int:
         row = submission_id(sample.collection, info.source, info.search, sample.name)
         rows[row] = top_configs(score(sample), sample.collection)
     write_submission(args.csv, rows)
-    print(f"{len(rows)} rows -> {args.csv}")
+    print(json.dumps({"csv": str(args.csv), "rows": len(rows)}) if args.json
+          else f"{len(rows)} rows -> {args.csv}")
     return 0
 
 

@@ -26,11 +26,18 @@ def assert_clean_error(result: subprocess.CompletedProcess, fragment: str) -> No
     assert len(lines) == 1 and fragment in lines[0], result.stderr
 
 
-def test_help_lists_the_commands():
+def test_help_lists_the_commands_and_the_exit_codes():
     result = hlotune("--help")
     assert result.returncode == 0
     for command in ("featurize", "inspect", "zoo"):
         assert command in result.stdout
+    codes = result.stdout.split("exit codes:")[1].split()
+    assert [c for c in codes if c.isdigit()] == ["0", "1", "2", "3", "130"]
+
+
+def test_usage_errors_exit_2():
+    assert hlotune("featurize", "--no-such-option").returncode == 2
+    assert hlotune("no-such-command").returncode == 2
 
 
 def test_featurize_zoo_program_writes_a_valid_npz(tmp_path):
@@ -144,16 +151,22 @@ def test_train_eval_predict_round_trip(tmp_path, tpugraphs_dir):
 
     tile = tpugraphs_dir / "npz" / "tile" / "xla"
     result = hlotune("train", "--data", tile / "valid", "--valid", tile / "valid",
-                     "--out", tmp_path / "m", "--epochs", "2", "--seed", "1")
+                     "--out", tmp_path / "m", "--epochs", "2", "--seed", "1", "--json")
     assert result.returncode == 0, result.stderr
+    assert "it/s" not in result.stderr  # no progress bar drawn into a log
+    trained = json.loads(result.stdout)
+    assert trained["epochs_run"] == 2 and len(trained["history"]) == 2
     assert (tmp_path / "m" / "model" / "model.safetensors").is_file()
+    assert trained["model_dir"] == str(tmp_path / "m" / "model")
     evaluation = hlotune("eval", "--model", tmp_path / "m", "--data", tile, "--json")
     assert evaluation.returncode == 0, evaluation.stderr
-    report = json.loads(evaluation.stdout.strip().splitlines()[-1])
+    report = json.loads(evaluation.stdout)
     assert {"collection", "graphs", "kendall_tau", "opa", "top_k_error", "per_graph"} <= set(report)
     assert report["collection"] == "tile" and set(report["top_k_error"]) == {"1", "5", "10"}
     csv = tmp_path / "submission.csv"
-    assert hlotune("predict", "--model", tmp_path / "m", "--data", tile, "--csv", csv).returncode == 0
+    predicted = hlotune("predict", "--model", tmp_path / "m", "--data", tile, "--csv", csv, "--json")
+    assert predicted.returncode == 0, predicted.stderr
+    assert json.loads(predicted.stdout) == {"csv": str(csv), "rows": 3}
     rows = read_submission(csv)
     assert len(rows) == 3 and all(len(v) <= 5 for v in rows.values())  # test split included
     assert any(row.startswith("tile:xla:") for row in rows)
@@ -168,4 +181,46 @@ def test_eval_with_bad_models_and_options(tmp_path, tpugraphs_dir):
     assert_clean_error(hlotune("eval", "--model", "baseline:random", "--data", tile,
                                "--protocol", "paper"), "--eval-indices")
     random_run = hlotune("eval", "--model", "baseline:random", "--data", tile, "--json")
-    assert json.loads(random_run.stdout.splitlines()[-1])["graphs"] == 2
+    assert json.loads(random_run.stdout)["graphs"] == 2
+
+
+def test_bench_scale_past_its_memory_cap_exits_1_and_reports_the_run_failed(tmp_path):
+    result = hlotune("bench", "scale", "--nodes", "1000", "--mode", "full", "--max-rss-mb", "1",
+                     "--cache", tmp_path, "--json")
+    assert result.returncode == 1  # 2 is for usage errors alone
+    assert "RSS passed the 1 MB cap" in json.loads(result.stdout)["failed"]
+    assert_clean_error(result, "RSS passed the 1 MB cap (--max-rss-mb)")
+
+
+def _stderr_on_a_terminal(*args: str) -> str:
+    """Run `hlotune ARGS` with stderr on a pseudo-terminal, as a person would, and read it."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
+    child = subprocess.Popen([sys.executable, "-m", "hlotune.cli", *args],
+                             stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(leader)
+    assert child.wait() == 0
+    return b"".join(chunks).decode()
+
+
+def test_progress_bars_show_on_a_terminal_unless_quiet():
+    place = ("opt", "place", "zoo:mlp@tiny", "--devices", "2", "--iterations", "3",
+             "--samples", "2")
+    assert "PPO zoo:mlp@tiny" in _stderr_on_a_terminal(*place)
+    assert _stderr_on_a_terminal(*place, "--quiet") == ""

@@ -99,9 +99,7 @@ def test_checkpoint_round_trip_and_training_are_deterministic(transformer, tmp_p
 def test_opt_place_json_has_every_method(capsys):
     assert opt("place", "zoo:mlp@tiny", "--devices", "2", "--iterations", "2", "--samples", "4",
                "--json") == 0
-    out = capsys.readouterr().out
-    assert "SIMULATED" in out
-    result = json.loads(out.strip().splitlines()[-1])
+    result = json.loads(capsys.readouterr().out)  # JSON alone: no table
     assert result["graph"] == "zoo:mlp@tiny" and result["devices"] == 2
     assert set(result["results"]) == set(METHODS)
     assert all(isinstance(v, float) and v > 0 for v in result["results"].values())
@@ -110,8 +108,11 @@ def test_opt_place_json_has_every_method(capsys):
 
 def test_opt_schedule_maps_human_to_heft_and_leaves_placers_out(capsys):
     assert opt("schedule", "zoo:mlp@tiny", "--devices", "2", "--iterations", "2",
+               "--samples", "2") == 0
+    assert "SIMULATED" in capsys.readouterr().out  # the table
+    assert opt("schedule", "zoo:mlp@tiny", "--devices", "2", "--iterations", "2",
                "--samples", "2", "--json") == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    result = json.loads(capsys.readouterr().out)
     assert set(result["results"]) == set(METHODS)
     assert result["results"]["metis"] is None and result["results"]["hdp"] is None
     assert result["results"]["human"] > 0
@@ -120,12 +121,18 @@ def test_opt_schedule_maps_human_to_heft_and_leaves_placers_out(capsys):
 def test_opt_train_then_zero_shot_on_an_unseen_graph(tmp_path, capsys):
     out = tmp_path / "policy"
     assert opt("train", "--programs", "zoo:mlp@tiny", "--devices", "2", "4", "--tasks", "place",
-               "--out", str(out), "--iterations", "2") == 0
+               "--out", str(out), "--iterations", "2", "--json") == 0
     assert (out / "config.json").is_file() and (out / "policy.safetensors").is_file()
-    capsys.readouterr()
+    printed = capsys.readouterr()
+    summary = json.loads(printed.out)
+    assert summary["out"] == str(out) and len(summary["problems"]) == 2
+    assert summary["iterations"] == 4 and "round 2/2" in printed.err  # progress: stderr
+    assert opt("train", "--programs", "zoo:mlp@tiny", "--devices", "2", "--tasks", "place",
+               "--out", str(tmp_path / "quiet"), "--iterations", "2", "--quiet") == 0
+    assert capsys.readouterr().err == ""
     assert opt("place", "zoo:cnn@tiny", "--devices", "4", "--policy", str(out), "--samples", "2",
                "--json") == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    result = json.loads(capsys.readouterr().out)
     assert result["graph"] == "zoo:cnn@tiny" and result["results"]["policy"] > 0
     with pytest.raises(HlotuneError, match="not trained to fuse"):
         opt("fuse", "zoo:cnn@tiny", "--devices", "4", "--policy", str(out))

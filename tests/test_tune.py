@@ -269,7 +269,7 @@ def _cli(*argv: str) -> int:
 def test_the_commands_tune_list_show_and_export(tmp_path, capsys):
     db = str(tmp_path / "t.sqlite")
     assert _cli("tune", MLP, "--budget", "3", "--batch", "2", "--db", db, "--json") == 0
-    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    result = json.loads(capsys.readouterr().out)
     for key in ("program", "default_ms", "best_ms", "speedup", "noise", "measurements", "resumed",
                 "best_config", "strategy"):
         assert key in result
@@ -279,6 +279,15 @@ def test_the_commands_tune_list_show_and_export(tmp_path, capsys):
     assert MLP in capsys.readouterr().out
     assert _cli("db", "show", result["fingerprint"][:8], "--db", db) == 0
     assert "configs measured here" in capsys.readouterr().out
+    assert _cli("db", "list", "--db", db, "--json") == 0
+    (listed,) = map(json.loads, capsys.readouterr().out.splitlines())
+    assert listed["program"] == MLP and listed["fingerprint"] == result["fingerprint"]
+    assert listed["records"] >= 3 and listed["tuned"]["chosen"] == result["best_config"]
+    assert _cli("db", "show", MLP, "--db", db, "--json") == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert len(shown["records"]) == listed["records"] and shown["tuned"] == listed["tuned"]
+    speedups = [r["speedup"] for r in shown["records"] if r["status"] == "ok"]
+    assert speedups == sorted(speedups, reverse=True)  # fastest first, as in the text
     assert _cli("db", "export", MLP, "--format", "compiler_options", "--db", db) == 0
     exported = json.loads(capsys.readouterr().out)
     assert FlagConfig.from_dict(exported) == CompileConfig.from_dict(result["best_config"]).flags

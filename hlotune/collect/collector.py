@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from hlotune.collect.journal import Journal
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
@@ -31,6 +30,7 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.data.npz import write_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
+from hlotune.progress import progress_bar
 from hlotune.tuning.strategies import Chain, Exhaustive, RandomSearch, Strategy
 
 LAYOUT_SEARCHES = ("random", "default")
@@ -129,8 +129,8 @@ def _strategy(space: SearchSpace, settings: CollectSettings) -> Strategy:
 def _measure_batches(program, candidates, settings, journal: Journal, progress: bool) -> list[dict]:
     measure_settings = settings.measure_settings()
     starts = range(0, len(candidates), settings.batch)
-    bar = tqdm(total=len(starts) * measure_settings.rounds, desc=program, unit="round",
-               disable=not progress, leave=False)
+    bar = progress_bar(total=len(starts) * measure_settings.rounds, desc=program, unit="round",
+                       show=progress, leave=False)
     summaries = []
     for batch, start in enumerate(starts):
         if batch not in journal.batches:

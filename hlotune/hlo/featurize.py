@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
 from hlotune.data.sample import GraphArrays
 from hlotune.hlo.extended_features import extended_row
 from hlotune.hlo.graph import HloGraph, Instruction, PaddingDim, SliceDim, WindowDim
 from hlotune.hlo.opcodes import opcode_id
+from hlotune.progress import progress_bar
 
 NUM_NODE_FEATURES = 140
 
@@ -31,14 +31,15 @@ _CHUNK = 8192  # rows built as Python ints before one conversion to int64
 _PROGRESS_FROM = 100_000  # nodes: smaller graphs featurize in a second or two
 
 
-def featurize(graph: HloGraph, *, extended: bool = False) -> GraphArrays:
-    """The TpuGraphs arrays of a module; `extended` appends docs/features.md's extra columns."""
+def featurize(graph: HloGraph, *, extended: bool = False, progress: bool = True) -> GraphArrays:
+    """The TpuGraphs arrays of a module; `extended` appends docs/features.md's extra columns.
+    A bar shows (on a terminal, with `progress`) for graphs that take more than a second or two."""
     is_root = graph.is_root.tolist()
     width = NUM_NODE_FEATURES + (len(extended_row(None)) if extended else 0)
     node_feat = np.empty((graph.num_nodes, width), np.float32)  # filled in place: no copies
-    quiet = True if graph.num_nodes < _PROGRESS_FROM else None  # None: a bar on terminals only
-    for start in tqdm(range(0, graph.num_nodes, _CHUNK), desc="featurize", unit="chunk",
-                      disable=quiet, leave=False):
+    show = progress and graph.num_nodes >= _PROGRESS_FROM
+    for start in progress_bar(range(0, graph.num_nodes, _CHUNK), desc="featurize", unit="chunk",
+                              show=show, leave=False):
         chunk = graph.instructions[start : start + _CHUNK]
         block = node_feat[start : start + len(chunk)]
         block[:, :NUM_NODE_FEATURES] = _to_float32(

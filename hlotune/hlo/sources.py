@@ -75,7 +75,8 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def load_samples(source: str, *, optimized: bool = False, extended: bool = False) -> list[GraphSample]:
+def load_samples(source: str, *, optimized: bool = False, extended: bool = False,
+                 progress: bool = True) -> list[GraphSample]:
     """Featurize a program spec (`zoo:NAME[@VARIANT]`, `file.py:FACTORY`), an HLO text file or
     a `.pb`: one GraphSample per module, with the configs a raw record carries."""
     if is_program_spec(source):
@@ -86,7 +87,8 @@ def load_samples(source: str, *, optimized: bool = False, extended: bool = False
         records = read_file(source, optimized=optimized)[1]
         named = [(_record_name(source, record, len(records)), record) for record in records]
     return [
-        GraphSample(featurize(record.graph, extended=extended), record.configs, name=name, source=source)
+        GraphSample(featurize(record.graph, extended=extended, progress=progress), record.configs,
+                    name=name, source=source)
         for name, record in named
     ]
 

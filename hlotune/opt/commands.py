@@ -1,7 +1,8 @@
 """`hlotune opt`: GO-style placement, scheduling and fusion on the SIMULATED machine.
 
-    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--json]
+    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--json] [--quiet]
     hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
+                      [--json] [--quiet]
 
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
 hlotune.opt.device); every step time printed is the simulator's, not a measurement.
@@ -13,10 +14,11 @@ for --iterations PPO iterations (DEFAULT_ITERATIONS by default: 5 to 15 s for zo
 to 750 ops on one CPU thread), and that training counts in the reported search time. With
 --policy the policy is applied zero-shot, or fine-tuned on the graph for --iterations first.
 
-With --json the last line is one JSON object per graph: {"graph", "devices", "tasks",
+With --json stdout holds one JSON object per graph and nothing else: {"graph", "devices", "tasks",
 "simulated": true, "results": {policy, human, metis, hdp, random: step seconds or null},
 "speedups", "oom", "search_s"}. For schedule and fuse, "human" is HEFT and greedy fusion, and
-"metis" and "hdp" are null (see hlotune.opt.report).
+"metis" and "hdp" are null (see hlotune.opt.report). `opt train --json` prints one object: the
+training summary saved in the policy's config.json, with "out".
 
 Heavy modules (torch, jax) load inside the handlers so that `hlotune --help` stays fast.
 """
@@ -31,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hlotune.errors import HlotuneError
+from hlotune.progress import add_quiet, note, progress_bar
 
 if TYPE_CHECKING:
     from hlotune.opt.costs import OpGraph
@@ -73,7 +76,8 @@ def add_commands(subparsers) -> None:
         command.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="K",
                              help=f"assignments the search samples (default {DEFAULT_SAMPLES})")
         command.add_argument("--seed", type=int, default=0)
-        command.add_argument("--json", action="store_true", help="print one JSON object last")
+        command.add_argument("--json", action="store_true", help="print one JSON object per graph")
+        add_quiet(command)
         command.set_defaults(run=optimise, opt_task=task)
 
     train = commands.add_parser(
@@ -91,6 +95,8 @@ def add_commands(subparsers) -> None:
     train.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="I",
                        help=f"PPO iterations per problem (default {DEFAULT_ITERATIONS})")
     train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    add_quiet(train)
     train.set_defaults(run=train_policy)
 
 
@@ -123,14 +129,23 @@ def optimise(args: argparse.Namespace) -> int:
         policy = GOPolicy(seed=args.seed) if args.policy is None else copy.deepcopy(loaded)
         start = time.perf_counter()
         if iterations:
-            train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed))
+            with progress_bar(total=iterations, show=not args.quiet, desc=f"PPO {name}",
+                              unit="it", leave=False) as bar:
+                train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed),
+                      lambda log: _advance(bar, log))
         found = search(policy, problem, args.samples, args.seed)
         comparisons.append(compare(problem, found, time.perf_counter() - start, args.seed))
-    print(format_table(comparisons))
     if args.json:
         for comparison in comparisons:
             print(json.dumps(comparison.to_json()))
+    else:
+        print(format_table(comparisons))
     return 0
+
+
+def _advance(bar, log) -> None:
+    bar.update()
+    bar.set_postfix(reward=f"{log.mean_reward:+.3f}")
 
 
 def train_policy(args: argparse.Namespace) -> int:
@@ -158,13 +173,13 @@ def train_policy(args: argparse.Namespace) -> int:
         rewards.append(log.mean_reward)
         if len(rewards) % report_every == 0:
             last_round = rewards[-len(problems):]
-            print(f"round {len(rewards) // len(problems)}/{rounds}: mean sampled reward "
-                  f"{sum(last_round) / len(last_round):+.4f} (simulated)", flush=True)
+            note(f"round {len(rewards) // len(problems)}/{rounds}: mean sampled reward "
+                 f"{sum(last_round) / len(last_round):+.4f} (simulated)", show=not args.quiet)
 
     start = time.perf_counter()
     config = PPOConfig(iterations=rounds * len(problems), seed=args.seed)
     logs = train(policy, problems, config, progress)
-    policy.save(args.out, training={
+    summary = {
         "programs": list(args.programs),
         "devices": list(args.devices),
         "tasks": task_sets,
@@ -173,9 +188,13 @@ def train_policy(args: argparse.Namespace) -> int:
         "seed": args.seed,
         "final_mean_reward": {log.problem: log.mean_reward for log in logs[-len(problems):]},
         "train_s": time.perf_counter() - start,
-    })
-    print(f"trained on {len(problems)} problems for {config.iterations} iterations in "
-          f"{time.perf_counter() - start:.1f} s -> {args.out}")
+    }
+    policy.save(args.out, training=summary)
+    if args.json:
+        print(json.dumps({"out": str(args.out), **summary}))
+    else:
+        print(f"trained on {len(problems)} problems for {config.iterations} iterations in "
+              f"{summary['train_s']:.1f} s -> {args.out}")
     return 0
 
 

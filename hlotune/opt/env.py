@@ -11,15 +11,17 @@ The baseline is the default assignment unless the caller names another step time
 
 from __future__ import annotations
 
-import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from hlotune.errors import HlotuneError
+from hlotune.extras import require
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel
 from hlotune.opt.simulator import reward, simulate
+
+gym = require("gymnasium", "opt", "GO (hlotune.opt)")
+spaces = gym.spaces
 
 # Columns of the observation's node_features, each scaled to [0, 1] over the graph.
 NODE_FEATURES = ("log_flops", "log_bytes", "depth")

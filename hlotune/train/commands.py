@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from hlotune.errors import HlotuneError
+from hlotune.progress import add_quiet
 
 
 def add_commands(commands) -> None:
@@ -66,6 +67,8 @@ def _add_train(commands) -> None:
     gst.add_argument("--segment-dropout", type=float, metavar="P",
                      help="drop stale segment embeddings with probability P (default 0)")
     train.add_argument("--resume", action="store_true", help="continue the run in OUT")
+    train.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(train)
     train.set_defaults(run=_train)
 
 
@@ -85,9 +88,9 @@ def _add_bench(commands) -> None:
     scale.add_argument("--configs", type=int, default=4, help="configs per step (default 4)")
     scale.add_argument("--segment-size", type=int, default=20_000, help="gst (default 20000)")
     scale.add_argument("--segments-sampled", type=int, default=1, help="gst (default 1)")
-    scale.add_argument("--max-rss-mb", type=float, help="stop (exit 2) past this RSS")
+    scale.add_argument("--max-rss-mb", type=float, help="stop (exit 1) past this RSS")
     scale.add_argument("--cache", type=Path, metavar="DIR", help="keep the built graphs here")
-    scale.add_argument("--json", action="store_true", help="print one JSON object last")
+    scale.add_argument("--json", action="store_true", help="print the result as one JSON object")
     scale.set_defaults(run=_bench_scale)
 
 
@@ -111,6 +114,8 @@ def _bench_scale(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
     from hlotune.models.config import ModelConfig
     from hlotune.train import train
 
@@ -123,9 +128,12 @@ def _train(args: argparse.Namespace) -> int:
         args.data, args.valid, args.out, epochs=args.epochs, loss=args.loss, seed=args.seed,
         configs_per_batch=args.configs_per_batch, lr=args.lr, model_config=model_config,
         graphs_per_step=args.graphs_per_step, drop_duplicate_configs=args.drop_duplicate_configs,
-        gst=_gst_settings(args), resume=args.resume,
+        gst=_gst_settings(args), resume=args.resume, progress=not args.quiet,
     )
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
+        return 0
+    if args.json:
+        print(json.dumps(asdict(result), default=str))  # model_dir is a Path
         return 0
     best = f"best epoch {result.best_epoch}" + (
         f" (valid {result.best_value:.3f})" if result.best_value is not None else "")

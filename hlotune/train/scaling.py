@@ -166,7 +166,8 @@ def _current_rss_mb() -> float:
 
 
 def _watchdog(limit_mb: float, result: ScaleResult) -> None:
-    """Poll the RSS; past `limit_mb`, print `result` as failed and leave at once (exit 2)."""
+    """Poll the RSS; past `limit_mb`, print `result` as failed (JSON, for the benchmark) and the
+    one-line error, and leave at once with exit code 1: the run went past the user's cap."""
     import json
     from dataclasses import asdict
 
@@ -177,7 +178,9 @@ def _watchdog(limit_mb: float, result: ScaleResult) -> None:
                 result.peak_rss_mb = round(rss, 1)
                 result.failed = f"RSS passed the {limit_mb:.0f} MB cap"
                 print(json.dumps(asdict(result)), flush=True)
-                os._exit(2)
+                print(f"hlotune: error: {result.nodes} nodes, {result.mode}: {result.failed} "
+                      "(--max-rss-mb)", file=sys.stderr, flush=True)
+                os._exit(1)
             time.sleep(0.02)
 
     threading.Thread(target=watch, daemon=True).start()

@@ -29,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from tqdm import tqdm
 
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
@@ -39,6 +38,7 @@ from hlotune.models.config import ModelConfig
 from hlotune.models.gnn import GraphCostModel
 from hlotune.models.inputs import check_compatible, config_inputs, data_fields, graph_inputs
 from hlotune.models.normalizer import fit_feature_stats
+from hlotune.progress import progress_bar
 from hlotune.train import distributed
 from hlotune.train.checkpoint import TrainerState, load_checkpoint, replace_folder, save_checkpoint
 from hlotune.train.distributed import Group
@@ -318,7 +318,7 @@ def _train_epoch(run: _TrainingRun, state: TrainerState, progress: bool) -> floa
     run.step.train()
     losses = []
     description = f"epoch {epoch}/{settings.epochs}"
-    with tqdm(total=steps, desc=description, disable=not progress) as bar:
+    with progress_bar(total=steps, desc=description, show=progress) as bar:
         for j in range(steps):
             for group in run.optimizer.param_groups:
                 group["lr"] = _cosine(settings.lr, state.step, total_steps)

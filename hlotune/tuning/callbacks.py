@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from tqdm import tqdm
-
+from hlotune.progress import progress_bar
 from hlotune.tuning.strategies import Trial
 
 if TYPE_CHECKING:
@@ -35,8 +34,8 @@ class ProgressBar(Callback):
         self._budget, self._bar = budget, None
 
     def on_start(self, tuner: Tuner) -> None:
-        self._bar = tqdm(total=self._budget, desc=tuner.program.name, unit="config", leave=False,
-                         disable=None, initial=len(tuner.trials))
+        self._bar = progress_bar(total=self._budget, desc=tuner.program.name, unit="config",
+                                 leave=False, initial=len(tuner.trials))
 
     def after_batch(self, tuner: Tuner, trials: Sequence[Trial]) -> None:
         self._bar.update(len(trials))

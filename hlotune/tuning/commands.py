@@ -2,13 +2,14 @@
 
     hlotune tune PROGRAM [--space flags|layout|all] [--budget N] [--time T] [--strategy S]
                  [--model M] [--fine-tune-every N] [--batch B] [--db PATH] [--seed S]
-                 [--runner local|ray[:ADDRESS]] [--json]
-    hlotune db list [--db PATH]
-    hlotune db show PROGRAM [--db PATH]
+                 [--runner local|ray[:ADDRESS]] [--json] [--quiet]
+    hlotune db list [--db PATH] [--json]
+    hlotune db show PROGRAM [--db PATH] [--json]
     hlotune db export PROGRAM --format json|compiler_options|xla_flags [--db PATH]
 
-With --json, the last line of `tune` is one JSON object with at least the keys program,
-default_ms, best_ms, speedup, noise, measurements, resumed, best_config and strategy.
+With --json, stdout is JSON alone: `tune` prints one object with at least the keys program,
+default_ms, best_ms, speedup, noise, measurements, resumed, best_config and strategy; `db list`
+one object per program; `db show` one object with every record.
 PROGRAM in `db` is a program spec (its fingerprint is computed) or a fingerprint prefix.
 The database is $HLOTUNE_DB, or ~/.cache/hlotune/tuning.sqlite, unless --db names one.
 Heavy modules (jax) load inside the handlers so that `hlotune --help` stays fast.
@@ -19,9 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 from hlotune.errors import HlotuneError
+from hlotune.progress import add_quiet
 
 SPACES = ("flags", "layout", "all")
 STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
@@ -64,7 +67,8 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--rtol", type=float, metavar="R",
                       help="how far float outputs may differ from the default's, relative "
                       "(default: per dtype, docs/compiler.md)")
-    tune.add_argument("--json", action="store_true", help="print one JSON object last")
+    tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(tune)
     tune.set_defaults(run=run_tune)
 
     db = subparsers.add_parser("db", help="list, show and export tuning results")
@@ -84,6 +88,8 @@ def add_commands(subparsers) -> None:
     for command, run in ((listing, run_list), (show, run_show), (export, run_export)):
         command.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
         command.set_defaults(run=run)
+    listing.add_argument("--json", action="store_true", help="print one JSON object per program")
+    show.add_argument("--json", action="store_true", help="print the records as one JSON object")
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -95,7 +101,7 @@ def run_tune(args: argparse.Namespace) -> int:
         strategy=args.strategy, model=None if args.model == "none" else args.model,
         fine_tune_every=args.fine_tune_every, db_path=args.db, batch=args.batch, seed=args.seed,
         runner=args.runner, allow_numerics_change=args.allow_numerics_change,
-        settings=MeasureSettings(rtol=args.rtol),
+        settings=MeasureSettings(rtol=args.rtol), progress=not args.quiet,
     )
     if args.json:
         print(json.dumps(result.to_json()))
@@ -121,6 +127,12 @@ def run_tune(args: argparse.Namespace) -> int:
 def run_list(args: argparse.Namespace) -> int:
     with _database(args) as db:
         entries = db.programs()
+        if args.json:
+            for entry in entries:
+                print(json.dumps({"fingerprint": entry.fingerprint, "program": entry.name,
+                                  "records": entry.records, "failed": entry.failed,
+                                  "tuned": _decision_json(entry.best)}))
+            return 0
         if not entries:
             print(f"{db.path}: nothing measured on this machine yet")
             return 0
@@ -138,6 +150,11 @@ def run_show(args: argparse.Namespace) -> int:
         records = sorted(db.records(fingerprint), key=lambda r: r.cost)
         if not records:
             raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
+        if args.json:
+            print(json.dumps({"fingerprint": fingerprint, "program": db.name_of(fingerprint),
+                              "records": [_record_json(record) for record in records],
+                              "tuned": _decision_json(db.best(fingerprint))}))
+            return 0
         print(f"{db.name_of(fingerprint)} ({fingerprint[:12]}): {len(records)} configs measured here")
         print(f"  {'SPEEDUP':>7}  {'STATUS':<12} {'MAX ERROR':>9}  {'NUMERICS':<10} CONFIG")
         for record in records:
@@ -177,6 +194,23 @@ def _fingerprint(db, program: str) -> str:
     if is_program_spec(program):
         return program_fingerprint(load_program(program))
     return db.resolve(program)
+
+
+def _record_json(record) -> dict:
+    """A record as `db show --json` prints it: the config as a dict, no infinite speedups."""
+    fields = asdict(record)
+    del fields["program"], fields["config_key"]
+    return {"config": record.config.to_dict(), "speedup": 1 / record.cost if record.ok else None,
+            **fields}
+
+
+def _decision_json(decision) -> dict | None:
+    if decision is None:
+        return None
+    fields = asdict(decision)
+    del fields["program"]
+    return fields | {"candidate": decision.candidate.to_dict(), "chosen": decision.chosen.to_dict(),
+                     "kept_default": decision.kept_default, "speedup": decision.speedup}
 
 
 def _decision_text(decision) -> str:

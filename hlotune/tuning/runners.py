@@ -39,6 +39,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.machine import Machine, this_machine
 from hlotune.compiler.measure import BatchResult, MeasureSettings, measure
 from hlotune.errors import HlotuneError
+from hlotune.extras import require
 from hlotune.programs import EXPORT_PREFIX
 
 _START_TIMEOUT_S = 120.0  # for every worker to start and report its machine
@@ -78,10 +79,7 @@ class RayRunner:
     """Measures on every CPU node of a Ray cluster, one batch per worker at a time."""
 
     def __init__(self, address: str | None = None) -> None:
-        try:
-            import ray
-        except ImportError:
-            raise HlotuneError("the ray runner needs Ray: pip install 'hlotune[ray]'") from None
+        ray = require("ray", "ray", "the Ray runner")
         self._ray = ray
         self._owns_connection = not ray.is_initialized()
         if self._owns_connection:

@@ -24,6 +24,7 @@ import numpy as np
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.compiler.space import SearchSpace
+from hlotune.extras import require
 
 if TYPE_CHECKING:
     from hlotune.tuning.cost_model import CostModel
@@ -219,10 +220,7 @@ class OptunaTPE(Strategy):
 
     def __init__(self, space: SearchSpace, seed: int = 0) -> None:
         super().__init__()
-        try:
-            import optuna
-        except ImportError:
-            raise HlotuneError("the optuna strategy needs Optuna: pip install optuna==5.0.0") from None
+        optuna = require("optuna", "optuna", "--strategy optuna")
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # no line per trial
         self._optuna = optuna
         self._space = space

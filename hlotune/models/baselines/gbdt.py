@@ -24,6 +24,7 @@ import numpy as np
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import COLLECTIONS, GraphSample
 from hlotune.errors import HlotuneError
+from hlotune.extras import require
 from hlotune.evaluate import target_runtimes
 from hlotune.models.baselines.features import feature_matrix, feature_names
 from hlotune.atomic import write_bytes_atomic
@@ -162,8 +163,4 @@ def _lightgbm_names(names: list[str]) -> list[str]:
 
 
 def _lightgbm():
-    try:
-        import lightgbm
-    except ImportError:
-        raise HlotuneError("the GBDT baseline needs LightGBM: pip install lightgbm") from None
-    return lightgbm
+    return require("lightgbm", "gbdt", "the GBDT baseline")

@@ -1,6 +1,7 @@
 """`hlotune opt`: GO-style placement, scheduling and fusion on the SIMULATED machine.
 
     hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--json]
+                                    [--trace OUT.json] [--plot OUT.png]
     hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
 
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
@@ -17,6 +18,9 @@ With --json the last line is one JSON object per graph: {"graph", "devices", "ta
 "simulated": true, "results": {policy, human, metis, hdp, random: step seconds or null},
 "speedups", "oom", "search_s"}. For schedule and fuse, "human" is HEFT and greedy fusion, and
 "metis" and "hdp" are null (see hlotune.opt.report).
+
+--trace and --plot write the policy's best step as the simulator ran it (hlotune.opt.trace);
+with several graphs, OUT-0.json, OUT-1.json, ...
 
 Heavy modules (torch, jax) load inside the handlers so that `hlotune --help` stays fast.
 """
@@ -74,6 +78,11 @@ def add_commands(subparsers) -> None:
                              help=f"assignments the search samples (default {DEFAULT_SAMPLES})")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print one JSON object last")
+        command.add_argument("--trace", type=Path, metavar="OUT.json",
+                             help="write the policy's SIMULATED step as a Chrome trace / "
+                             "Perfetto JSON (one track per device and per link)")
+        command.add_argument("--plot", type=Path, metavar="OUT.png",
+                             help="write the policy's SIMULATED step as a Gantt chart")
         command.set_defaults(run=optimise, opt_task=task)
 
     train = commands.add_parser(
@@ -100,6 +109,7 @@ def optimise(args: argparse.Namespace) -> int:
     from hlotune.opt.policy import GOPolicy
     from hlotune.opt.ppo import PPOConfig, Problem, search, train
     from hlotune.opt.report import compare, format_table
+    from hlotune.opt.trace import numbered, write_schedule
 
     _check_devices([args.devices])
     _check_counts(iterations=args.iterations or 0, samples=args.samples)
@@ -117,7 +127,8 @@ def optimise(args: argparse.Namespace) -> int:
 
     devices = DeviceModel.uniform(args.devices)
     comparisons = []
-    for name, graph in load_graphs(args.graph):
+    graphs = load_graphs(args.graph)
+    for index, (name, graph) in enumerate(graphs):
         problem = Problem.make(graph, devices, [task], name=name)
         # Each graph starts from the same weights: fine-tuning on one must not leak to the next.
         policy = GOPolicy(seed=args.seed) if args.policy is None else copy.deepcopy(loaded)
@@ -125,6 +136,9 @@ def optimise(args: argparse.Namespace) -> int:
         if iterations:
             train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed))
         found = search(policy, problem, args.samples, args.seed)
+        about = {"graph": name, "devices": args.devices, "task": task, "method": "policy"}
+        write_schedule(graph, devices, found.result, about, numbered(args.trace, index, len(graphs)),
+                       numbered(args.plot, index, len(graphs)))
         comparisons.append(compare(problem, found, time.perf_counter() - start, args.seed))
     print(format_table(comparisons))
     if args.json:

@@ -41,7 +41,7 @@ from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.ranking import DEFAULT_MODEL, ModelRanker, load_scorers
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.space import SPACES, SearchSpace
-from hlotune.tuning.strategies import Evaluation, Strategy, make_strategy
+from hlotune.tuning.strategies import Evaluation, OptunaStudy, OptunaTPE, Strategy, make_strategy
 
 
 @dataclass
@@ -84,7 +84,7 @@ def tune(
     space: str = "flags",
     budget: int | None = 32,
     time_s: float | None = None,
-    strategy: str | Strategy = "evolutionary",
+    strategy: str | Strategy | Any = "evolutionary",
     model: str | Scorer | None = DEFAULT_MODEL,
     fine_tune_every: int | None = None,
     db_path: str | Path | None = None,
@@ -124,6 +124,7 @@ def tune(
     if isinstance(strategy, Strategy) and model is not None:
         raise HlotuneError("a model ranks for a strategy named here; give your Strategy its ranker instead")
     db_path = Path(db_path or default_db_path())
+    db_path.parent.mkdir(parents=True, exist_ok=True)  # the Optuna study's folder too
     if not isinstance(program, str):
         from hlotune.exported import export_function
 
@@ -133,7 +134,7 @@ def tune(
     loaded = load_program(program)
     fingerprint = program_fingerprint(loaded)
     search, ranker = (strategy, None) if isinstance(strategy, Strategy) else _make(
-        strategy, loaded, space, seed, model)
+        strategy, loaded, space, seed, model, OptunaStudy.beside(db_path, fingerprint))
     fine_tuning = None if ranker is None or fine_tune_every is None else _FineTuning(
         ranker, fine_tune_every, seed)
     with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
@@ -167,11 +168,17 @@ def tune(
 
 
 def _make(
-    name: str, program: Program, space: str, seed: int, model: str | Scorer | None
+    name, program: Program, space: str, seed: int, model: str | Scorer | None, study: OptunaStudy
 ) -> tuple[Strategy, ModelRanker | None]:
+    """The strategy called `name`, or the optuna strategy with `name` as its sampler."""
     layouts = LayoutSpace(program) if space != "flags" or model is not None else None
+    genes = SearchSpace(space, layouts)
+    if not isinstance(name, str):
+        if model is not None:
+            raise HlotuneError("a cost model ranks candidates of the evolutionary strategy only, not optuna")
+        return OptunaTPE(genes, seed, sampler=name, study=study), None
     ranker = None if model is None else ModelRanker(load_scorers(model, space), layouts)
-    return make_strategy(name, SearchSpace(space, layouts), seed, ranker), ranker
+    return make_strategy(name, genes, seed, ranker, study=study), ranker
 
 
 class _FineTuning:

@@ -11,6 +11,7 @@ from pathlib import Path
 from hlotune import __version__
 from hlotune.errors import HlotuneError
 from hlotune.opt.commands import add_commands as add_opt_commands
+from hlotune.report.commands import add_commands as add_report_commands
 from hlotune.tuning.commands import add_commands as add_tune_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_bench(commands)
     add_opt_commands(commands)
     add_tune_commands(commands)
+    add_report_commands(commands)
     return parser
 
 
@@ -184,6 +186,9 @@ def _add_evaluate(commands) -> None:
     evaluate.add_argument("--eval-indices", type=Path, metavar="JSON",
                           help="TpuGraphs eval_indices/{xla,nlp}_{default,random}.json")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object last")
+    evaluate.add_argument("--predictions", action="store_true",
+                          help="with --json: each graph's runtimes and predicted scores too "
+                          "(for hlotune report --eval)")
     evaluate.set_defaults(run=_eval)
 
 
@@ -364,7 +369,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.protocol == "paper" and args.eval_indices is None:
         raise HlotuneError("--protocol paper needs --eval-indices (TpuGraphs eval_indices/*.json)")
     indices = load_eval_indices(args.eval_indices) if args.protocol == "paper" else None
-    result = evaluate(Dataset(args.data), load_scorer(args.model), eval_indices=indices)
+    result = evaluate(Dataset(args.data), load_scorer(args.model), eval_indices=indices,
+                      predictions=args.predictions)
     print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, args.data))
     return 0
 

@@ -68,6 +68,9 @@ def choice_effects(records: Sequence[Record], ridge: float = RIDGE) -> list[Choi
 
 
 def _ridge(x: np.ndarray, y: np.ndarray, ridge: float) -> np.ndarray:
-    """Coefficients of y ~ intercept + x, the intercept unpenalised (centring)."""
+    """Coefficients of y ~ intercept + x, the intercept unpenalised (centring); least squares
+    on the penalty's extra rows, so choices that always come together (or never healthy)
+    still get the minimum-norm answer."""
     xc, yc = x - x.mean(axis=0), y - y.mean()
-    return np.linalg.solve(xc.T @ xc + ridge * np.eye(x.shape[1]), xc.T @ yc)
+    rows = np.vstack([xc, math.sqrt(ridge) * np.eye(x.shape[1])])
+    return np.linalg.lstsq(rows, np.concatenate([yc, np.zeros(x.shape[1])]), rcond=None)[0]

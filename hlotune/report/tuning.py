@@ -22,8 +22,9 @@ _DEFAULT, _CHOSEN, _OTHER = "tab:orange", "tab:green", "tab:blue"
 
 def tuning_report(db: TuningDatabase, fingerprints: list[str]) -> Page:
     machine = db.machine
+    what = db.name_of(fingerprints[0]) if len(fingerprints) == 1 else f"{len(fingerprints)} programs"
     page = Page(
-        f"hlotune tuning report: {len(fingerprints)} program(s)",
+        f"hlotune tuning report: {what}",
         f"{db.path} on {machine.fingerprint[:12]} (jax {machine.jax}, jaxlib {machine.jaxlib}); "
         "every runtime here was measured on that machine",
     )
@@ -92,7 +93,7 @@ def _best_so_far(records: list[Record], decision: Decision | None, noise: float)
         axes.axhline(decision.speedup, color=_CHOSEN, linestyle="--",
                      label=f"chosen, re-measured: {decision.speedup:.3f}x")
     axes.set(xlabel="configs evaluated", ylabel="speedup over the default (x)")
-    axes.legend(fontsize=8, loc="lower right")
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return figure
 
 
@@ -108,13 +109,15 @@ def _spread(healthy: list[Record], decision: Decision | None) -> Figure:
         axes.vlines(x, low, high, color=colour, linewidth=0.8)
         axes.vlines(x, q1, q3, color=colour, linewidth=3)
         axes.plot(x, median, "o", color=colour, markersize=3)
+    kept = decision is None or decision.kept_default
     for colour, label in ((_DEFAULT, "XLA's default"), (_CHOSEN, "chosen"), (_OTHER, "other")):
-        axes.plot([], [], "o", color=colour, label=label)
+        if not (kept and label == "chosen"):
+            axes.plot([], [], "o", color=colour, label=label)
     axes.axhline(1.0, color="0.6", linewidth=0.8)
     axes.set_yscale("log")  # a shared machine's stragglers reach many times the median
     axes.set(xlabel="configs, fastest median first",
              ylabel="runtime / default's median\n(same batch)")
-    axes.legend(fontsize=8, loc="upper left")
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return figure
 
 

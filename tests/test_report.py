@@ -14,7 +14,6 @@ import re
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from hlotune import metrics

@@ -32,11 +32,11 @@ def evaluation_report(result: dict, source: str) -> Page:
     page.heading("Predicted against measured")
     if predicted:
         shown = graphs[:MAX_SCATTERS]
+        more = f" The first {len(shown)} graphs; the table has all." if graphs[len(shown):] else ""
         page.figure(_scatters(shown),
                     "Each config of each graph: the model's score (lower = predicted faster) "
                     "against its measured runtime over the graph's fastest. A perfect ranking "
-                    "rises from left to right."
-                    + (f" The first {len(shown)} graphs; the table has all." if len(shown) < len(graphs) else ""))
+                    "rises from left to right." + more)
     else:
         page.paragraph("This JSON has no per-config predictions: run hlotune eval --json "
                        "--predictions for the scatter plots and the full top-K curves.")

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from tqdm import tqdm
@@ -42,6 +42,9 @@ from hlotune.tuning.ranking import DEFAULT_MODEL, ModelRanker, load_scorers
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.space import SPACES, SearchSpace
 from hlotune.tuning.strategies import Evaluation, OptunaStudy, OptunaTPE, Strategy, make_strategy
+
+if TYPE_CHECKING:
+    from optuna.samplers import BaseSampler
 
 
 @dataclass
@@ -84,7 +87,7 @@ def tune(
     space: str = "flags",
     budget: int | None = 32,
     time_s: float | None = None,
-    strategy: str | Strategy | Any = "evolutionary",
+    strategy: str | Strategy | BaseSampler = "evolutionary",
     model: str | Scorer | None = DEFAULT_MODEL,
     fine_tune_every: int | None = None,
     db_path: str | Path | None = None,
@@ -168,7 +171,8 @@ def tune(
 
 
 def _make(
-    name, program: Program, space: str, seed: int, model: str | Scorer | None, study: OptunaStudy
+    name: str | BaseSampler, program: Program, space: str, seed: int,
+    model: str | Scorer | None, study: OptunaStudy,
 ) -> tuple[Strategy, ModelRanker | None]:
     """The strategy called `name`, or the optuna strategy with `name` as its sampler."""
     layouts = LayoutSpace(program) if space != "flags" or model is not None else None

@@ -35,7 +35,8 @@ def add_commands(subparsers) -> None:
     source.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
     source.add_argument("--eval", type=Path, metavar="EVAL.json",
                         help="the output of hlotune eval --json [--predictions]")
-    report.add_argument("--out", type=Path, required=True, metavar="FILE.html")
+    report.add_argument("--out", type=Path, required=True, metavar="FILE.html",
+                        help="where to write the page")
     report.set_defaults(run=run_report)
 
 

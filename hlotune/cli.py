@@ -12,6 +12,7 @@ from hlotune import __version__
 from hlotune.errors import HlotuneError
 from hlotune.opt.commands import add_commands as add_opt_commands
 from hlotune.progress import add_quiet, progress_bar
+from hlotune.report.commands import add_commands as add_report_commands
 from hlotune.train.commands import add_commands as add_train_commands
 from hlotune.tuning.commands import add_commands as add_tune_commands
 
@@ -76,6 +77,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_zoo(commands)
     add_opt_commands(commands)
     add_tune_commands(commands)
+    add_report_commands(commands)
     return parser
 
 
@@ -156,6 +158,9 @@ def _add_evaluate(commands) -> None:
     evaluate.add_argument("--eval-indices", type=Path, metavar="JSON",
                           help="TpuGraphs eval_indices/{xla,nlp}_{default,random}.json")
     evaluate.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    evaluate.add_argument("--predictions", action="store_true",
+                          help="with --json: each graph's runtimes and predicted scores too "
+                          "(for hlotune report --eval)")
     add_quiet(evaluate)
     evaluate.set_defaults(run=_eval)
 
@@ -268,7 +273,8 @@ def _eval(args: argparse.Namespace) -> int:
     indices = load_eval_indices(args.eval_indices) if args.protocol == "paper" else None
     graphs = progress_bar(Dataset(args.data), show=not args.quiet, desc="eval", unit="graph",
                           leave=False)
-    result = evaluate(graphs, load_scorer(args.model), eval_indices=indices)
+    result = evaluate(graphs, load_scorer(args.model), eval_indices=indices,
+                      predictions=args.predictions)
     print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, args.data))
     return 0
 

@@ -42,9 +42,13 @@ def evaluate(
     score: Scorer,
     *,
     eval_indices: dict[str, np.ndarray] | None = None,
+    predictions: bool = False,
 ) -> Evaluation:
-    """Metrics per graph and averaged; `eval_indices` restricts graphs to the paper's configs."""
+    """Metrics per graph and averaged; `eval_indices` restricts graphs to the paper's configs.
+    With `predictions`, each graph's entry also lists the runtimes and the model's scores of
+    the configs scored (what `hlotune report --eval` plots)."""
     scored: list[metrics.GraphScores] = []
+    per_graph: list[dict] = []
     ceilings: list[float] = []
     collection = None
     for sample in samples:
@@ -59,6 +63,9 @@ def evaluate(
         ceiling = noise_ceiling(sample, keep)
         if ceiling is not None:
             ceilings.append(ceiling)
+        per_graph.append(_graph_json(scored[-1]) | {"noise_ceiling_tau": ceiling})
+        if predictions:
+            per_graph[-1] |= {"runtimes": runtimes.tolist(), "scores": scores.tolist()}
     if not scored:
         raise HlotuneError("no labelled graphs to evaluate (test splits have all-zero runtimes)")
     summary = metrics.summarize(scored)
@@ -68,7 +75,7 @@ def evaluate(
         kendall_tau=summary["kendall_tau"],
         opa=summary["opa"],
         top_k_error=summary["top_k_error"],
-        per_graph=[_graph_json(g) for g in scored],
+        per_graph=per_graph,
         noise_ceiling_tau=float(np.mean(ceilings)) if ceilings else None,
     )
 

@@ -1,6 +1,7 @@
 """`hlotune opt`: GO-style placement, scheduling and fusion on the SIMULATED machine.
 
     hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--json] [--quiet]
+                                    [--trace OUT.json] [--plot OUT.png]
     hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
                       [--json] [--quiet]
 
@@ -19,6 +20,9 @@ With --json stdout holds one JSON object per graph and nothing else: {"graph", "
 "speedups", "oom", "search_s"}. For schedule and fuse, "human" is HEFT and greedy fusion, and
 "metis" and "hdp" are null (see hlotune.opt.report). `opt train --json` prints one object: the
 training summary saved in the policy's config.json, with "out".
+
+--trace and --plot write the policy's best step as the simulator ran it (hlotune.opt.trace);
+with several graphs, OUT-0.json, OUT-1.json, ...
 
 Heavy modules (torch, jax) load inside the handlers so that `hlotune --help` stays fast.
 """
@@ -77,6 +81,11 @@ def add_commands(subparsers) -> None:
                              help=f"assignments the search samples (default {DEFAULT_SAMPLES})")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print one JSON object per graph")
+        command.add_argument("--trace", type=Path, metavar="OUT.json",
+                             help="write the policy's SIMULATED step as a Chrome trace / "
+                             "Perfetto JSON (one track per device and per link)")
+        command.add_argument("--plot", type=Path, metavar="OUT.png",
+                             help="write the policy's SIMULATED step as a Gantt chart")
         add_quiet(command)
         command.set_defaults(run=optimise, opt_task=task)
 
@@ -106,6 +115,7 @@ def optimise(args: argparse.Namespace) -> int:
     from hlotune.opt.policy import GOPolicy
     from hlotune.opt.ppo import PPOConfig, Problem, search, train
     from hlotune.opt.report import compare, format_table
+    from hlotune.opt.trace import numbered, write_schedule
 
     _check_devices([args.devices])
     _check_counts(iterations=args.iterations or 0, samples=args.samples)
@@ -123,7 +133,8 @@ def optimise(args: argparse.Namespace) -> int:
 
     devices = DeviceModel.uniform(args.devices)
     comparisons = []
-    for name, graph in load_graphs(args.graph):
+    graphs = load_graphs(args.graph)
+    for index, (name, graph) in enumerate(graphs):
         problem = Problem.make(graph, devices, [task], name=name)
         # Each graph starts from the same weights: fine-tuning on one must not leak to the next.
         policy = GOPolicy(seed=args.seed) if args.policy is None else copy.deepcopy(loaded)
@@ -134,6 +145,9 @@ def optimise(args: argparse.Namespace) -> int:
                 train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed),
                       lambda log: _advance(bar, log))
         found = search(policy, problem, args.samples, args.seed)
+        about = {"graph": name, "devices": args.devices, "task": task, "method": "policy"}
+        write_schedule(graph, devices, found.result, about, numbered(args.trace, index, len(graphs)),
+                       numbered(args.plot, index, len(graphs)))
         comparisons.append(compare(problem, found, time.perf_counter() - start, args.seed))
     if args.json:
         for comparison in comparisons:

@@ -56,6 +56,9 @@ class SimResult:
     start_s: np.ndarray  # (n,) when each op's kernel starts (fused ops share their group's)
     finish_s: np.ndarray  # (n,)
     num_transfers: int
+    device: np.ndarray  # (n,) the device each op runs on
+    kernel: np.ndarray  # (n,) the op naming each op's kernel: its fused group's last op
+    transfers: Transfers  # what crossed the links (for traces: hlotune.opt.trace)
 
 
 def reward(result: SimResult, baseline_step_time_s: float) -> float:
@@ -97,12 +100,17 @@ def simulate(
         start_s=start[groups.root],
         finish_s=finish[groups.root],
         num_transfers=len(transfers.src),
+        device=place,
+        kernel=groups.root,
+        transfers=transfers,
     )
 
 
 @dataclass(frozen=True)
-class _Transfers:
-    """The tensors that crossed links: one entry per (producer, destination device)."""
+class Transfers:
+    """The tensors that crossed links: one entry per (producer, destination device), in order
+    of arrival. A link is FIFO, so a transfer held it for latency + nbytes / bandwidth until
+    its arrival."""
 
     src: np.ndarray  # producing op (a group root)
     device: np.ndarray  # destination
@@ -154,7 +162,7 @@ class _Groups:
 
 def _run(
     groups: _Groups, position: np.ndarray, devices: DeviceModel
-) -> tuple[np.ndarray, np.ndarray, _Transfers]:
+) -> tuple[np.ndarray, np.ndarray, Transfers]:
     """The event loop: start and finish times (at each group's root) and the transfers."""
     n = len(groups.root)
     num_devices = devices.num_devices
@@ -242,7 +250,7 @@ def _run(
                         pending[g] -= 1
                         if not pending[g]:
                             heapq.heappush(ready[b], (neg_priority[g], pos[g], g))
-    transfers = _Transfers(
+    transfers = Transfers(
         src=np.array(sent_src, dtype=np.int64),
         device=np.array(sent_dst, dtype=np.int64),
         arrival_s=np.array(sent_at, dtype=np.float64),
@@ -256,7 +264,7 @@ def _peak_memory(
     graph: OpGraph,
     place: np.ndarray,
     finish: np.ndarray,
-    transfers: _Transfers,
+    transfers: Transfers,
     step: float,
     num_devices: int,
 ) -> np.ndarray:

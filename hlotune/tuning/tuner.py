@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
@@ -45,7 +45,10 @@ from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, ScorerCostModel,
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.runners import Runner, open_runner
-from hlotune.tuning.strategies import Strategy, Trial, make_strategy
+from hlotune.tuning.strategies import OptunaStudy, OptunaTPE, Strategy, Trial, make_strategy
+
+if TYPE_CHECKING:
+    from optuna.samplers import BaseSampler
 
 
 @dataclass
@@ -89,7 +92,7 @@ def tune(
     space: str = "flags",
     budget: int | None = 32,
     time_s: float | None = None,
-    strategy: str | Strategy = "evolutionary",
+    strategy: str | Strategy | BaseSampler = "evolutionary",
     model: str | Scorer | None = DEFAULT_MODEL,
     fine_tune_every: int | None = None,
     db_path: str | Path | None = None,
@@ -109,8 +112,9 @@ def tune(
     layouts. `result.compiled()` takes and returns what the function does.
 
     `budget` evaluated configs (the default included) and/or `time_s` seconds, whichever ends
-    first (a batch in flight finishes). `strategy` is a name or a Strategy instance (e.g.
-    `Exhaustive([...])` to measure chosen configs). `model` ranks the evolutionary strategy's
+    first (a batch in flight finishes). `strategy` is a name, a Strategy instance (e.g.
+    `Exhaustive([...])` to measure chosen configs) or an Optuna sampler (the optuna strategy
+    with it; its study is stored beside the database, docs/tuning.md). `model` ranks the evolutionary strategy's
     candidates: "pretrained" (the shipped models, the default), a scorer, a name for
     `hlotune.scorers.load_scorer`, or None for none; other strategies use no model.
     `fine_tune_every` N fine-tunes the model on the measurements every N evaluated configs.
@@ -126,6 +130,7 @@ def tune(
     if isinstance(strategy, Strategy) and model is not None:
         raise HlotuneError("a model ranks for a strategy named here; give your Strategy its cost model instead")
     db_path = Path(db_path or default_db_path())
+    db_path.parent.mkdir(parents=True, exist_ok=True)  # the Optuna study's folder too
     if not isinstance(program, str):
         from hlotune.programs.exported import export_function
 
@@ -133,18 +138,33 @@ def tune(
     elif args:
         raise HlotuneError("example arguments go with a function, not with a program spec")
     loaded = load_program(program)
+    fingerprint = program_fingerprint(loaded)
     layouts = LayoutSpace(loaded) if space != "flags" or model is not None else None
     search_space = SearchSpace(space, layouts, allow_numerics_change=allow_numerics_change)
     cost_model = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
-    search = strategy if isinstance(strategy, Strategy) else make_strategy(strategy, search_space, seed, cost_model)
+    search = _strategy(strategy, search_space, seed, cost_model, OptunaStudy.beside(db_path, fingerprint))
     extra = [UpdateCostModel(fine_tune_every)] if cost_model is not None and fine_tune_every else []
     extra += [ProgressBar(budget)] if progress else []
     with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
         tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
-                      callbacks=[*extra, *callbacks], settings=settings)
+                      callbacks=[*extra, *callbacks], settings=settings, fingerprint=fingerprint)
         deadline = None if time_s is None else started + time_s
         decision = tuner.run(budget, deadline, batch)
     return tuner.result(decision, seconds=time.monotonic() - started)
+
+
+def _strategy(
+    strategy: str | Strategy | BaseSampler, space: SearchSpace, seed: int,
+    cost_model: CostModel | None, study: OptunaStudy,
+) -> Strategy:
+    """The strategy named, given, or built around an Optuna sampler."""
+    if isinstance(strategy, Strategy):
+        return strategy
+    if isinstance(strategy, str):
+        return make_strategy(strategy, space, seed, cost_model, study=study)
+    if cost_model is not None:
+        raise HlotuneError("a cost model ranks candidates of the evolutionary strategy only, not optuna")
+    return OptunaTPE(space, seed, sampler=strategy, study=study)
 
 
 def _check_arguments(space: str, budget, time_s, batch: int, fine_tune_every) -> None:

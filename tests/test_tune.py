@@ -288,6 +288,7 @@ def test_the_commands_tune_list_show_and_export(tmp_path, capsys):
     assert len(shown["records"]) == listed["records"] and shown["tuned"] == listed["tuned"]
     speedups = [r["speedup"] for r in shown["records"] if r["status"] == "ok"]
     assert speedups == sorted(speedups, reverse=True)  # fastest first, as in the text
+    assert all(r["numerics"] == "preserving" and r["max_rel_error"] is not None for r in shown["records"])
     assert _cli("db", "export", MLP, "--format", "compiler_options", "--db", db) == 0
     exported = json.loads(capsys.readouterr().out)
     assert FlagConfig.from_dict(exported) == CompileConfig.from_dict(result["best_config"]).flags

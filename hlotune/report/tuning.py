@@ -194,6 +194,8 @@ def _chosen(page: Page, db: TuningDatabase, fingerprint: str, decision: Decision
          f"{chosen_ns / 1e6:.4f}"),
         ("speedup", "1.000x", f"{decision.speedup:.3f}x"),
         ("settings", "XLA's own", ", ".join(choices(decision.chosen)) or "XLA's own (kept)"),
+        ("numerics", "XLA's own", "changed by design (searched with --allow-numerics-change)"
+         if decision.chosen.flags.changes_numerics else "preserved"),
     ])
     if decision.kept_default and not decision.candidate.is_default:
         measured = ("failed when re-measured" if decision.candidate_ns is None else

@@ -153,7 +153,7 @@ def run_show(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps({"fingerprint": fingerprint, "program": db.name_of(fingerprint),
                               "records": [_record_json(record) for record in records],
-                              "tuned": _decision_json(db.best(fingerprint))}))
+                              "tuned": _decision_json(db.decision(fingerprint))}))
             return 0
         print(f"{db.name_of(fingerprint)} ({fingerprint[:12]}): {len(records)} configs measured here")
         print(f"  {'SPEEDUP':>7}  {'STATUS':<12} {'MAX ERROR':>9}  {'NUMERICS':<10} CONFIG")
@@ -201,7 +201,7 @@ def _record_json(record) -> dict:
     fields = asdict(record)
     del fields["program"], fields["config_key"]
     return {"config": record.config.to_dict(), "speedup": 1 / record.cost if record.ok else None,
-            **fields}
+            "numerics": record.config.numerics, **fields}
 
 
 def _decision_json(decision) -> dict | None:
@@ -210,7 +210,8 @@ def _decision_json(decision) -> dict | None:
     fields = asdict(decision)
     del fields["program"]
     return fields | {"candidate": decision.candidate.to_dict(), "chosen": decision.chosen.to_dict(),
-                     "kept_default": decision.kept_default, "speedup": decision.speedup}
+                     "kept_default": decision.kept_default, "speedup": decision.speedup,
+                     "numerics": decision.chosen.numerics}
 
 
 def _decision_text(decision) -> str:

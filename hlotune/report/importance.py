@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
 from hlotune.tuning.database import Record
+from hlotune.tuning.online import choices
+from hlotune.tuning.online import ridge as fit_ridge
 
 RIDGE = 1.0
 
@@ -40,14 +41,6 @@ class ChoiceEffect:
     effect: float | None  # runtime change it goes with (-0.1: 10% faster); None: never healthy
 
 
-def choices(config: CompileConfig) -> list[str]:
-    """What a config changes from XLA's default, one readable item per choice."""
-    items = [f"{name}={value}" for name, value in config.flags.options]
-    items += [f"disable pass {name}" for name in config.flags.disabled_passes]
-    items += [f"layout {site}={dims}" for site, dims in config.layout.layouts]
-    return items
-
-
 def choice_effects(records: Sequence[Record], ridge: float = RIDGE) -> list[ChoiceEffect]:
     """The effect of every choice found in `records`, largest first (failed-only ones last)."""
     healthy = [r for r in records if r.ok and math.isfinite(r.cost)]
@@ -57,7 +50,7 @@ def choice_effects(records: Sequence[Record], ridge: float = RIDGE) -> list[Choi
     for i, record in enumerate(healthy):
         x[i, [column[c] for c in choices(record.config)]] = 1.0
     y = np.log([r.cost for r in healthy])
-    coefficients = _ridge(x, y, ridge) if len(healthy) > 1 else np.zeros(len(names))
+    coefficients = fit_ridge(x, y, ridge) if len(healthy) > 1 else np.zeros(len(names))
     failed = [c for r in records if not r.ok for c in choices(r.config)]
     effects = [
         ChoiceEffect(name, int(x[:, j].sum()), failed.count(name),
@@ -65,12 +58,3 @@ def choice_effects(records: Sequence[Record], ridge: float = RIDGE) -> list[Choi
         for j, name in enumerate(names)
     ]
     return sorted(effects, key=lambda e: -1.0 if e.effect is None else abs(e.effect), reverse=True)
-
-
-def _ridge(x: np.ndarray, y: np.ndarray, ridge: float) -> np.ndarray:
-    """Coefficients of y ~ intercept + x, the intercept unpenalised (centring); least squares
-    on the penalty's extra rows, so choices that always come together (or never healthy)
-    still get the minimum-norm answer."""
-    xc, yc = x - x.mean(axis=0), y - y.mean()
-    rows = np.vstack([xc, math.sqrt(ridge) * np.eye(x.shape[1])])
-    return np.linalg.lstsq(rows, np.concatenate([yc, np.zeros(x.shape[1])]), rcond=None)[0]

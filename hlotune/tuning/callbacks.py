@@ -14,6 +14,7 @@ from hlotune.progress import progress_bar
 from hlotune.tuning.strategies import Trial
 
 if TYPE_CHECKING:
+    from hlotune.tuning.cost_model import CostModel
     from hlotune.tuning.tuner import Tuner
 
 
@@ -46,15 +47,17 @@ class ProgressBar(Callback):
 
 
 class UpdateCostModel(Callback):
-    """Teaches the tuner's cost model the program's measurements each time `every` more configs
-    have been evaluated (at intervals: retraining after every batch eats the tuning budget)."""
+    """Teaches a cost model (the tuner's, unless `model` names another) the program's
+    measurements each time `every` more configs have been evaluated: after every batch for a
+    model that refits in microseconds, at intervals for one that trains (a GNN)."""
 
-    def __init__(self, every: int) -> None:
-        self.every = every
+    def __init__(self, every: int, model: CostModel | None = None) -> None:
+        self.every, self.model = every, model
         self._done_at = 1  # the default alone teaches nothing
 
     def after_batch(self, tuner: Tuner, trials: Sequence[Trial]) -> None:
-        ready = tuner.cost_model is not None and tuner.default_ns is not None
+        model = self.model or tuner.cost_model
+        ready = model is not None and tuner.default_ns is not None
         if ready and len(tuner.trials) - self._done_at >= self.every:
             self._done_at = len(tuner.trials)
-            tuner.cost_model.update(tuner.trials, tuner.default_ns)
+            model.update(tuner.trials, tuner.default_ns)

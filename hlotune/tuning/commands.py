@@ -61,6 +61,12 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--runner", default="local", metavar="R",
                       help="where batches are measured: local (default), or ray[:ADDRESS] for the "
                       "workers of a Ray cluster started with `ray start` (docs/tuning.md)")
+    tune.add_argument("--no-online", dest="online", action="store_false",
+                      help="rank by the prior model alone, without learning this program's "
+                      "measurements after every batch")
+    tune.add_argument("--warm-start", type=int, default=4, metavar="N",
+                      help="first try the flags of up to N configs that won on other programs "
+                      "here (default 4; 0: none)")
     tune.add_argument("--allow-numerics-change", action="store_true",
                       help="also search options that change results by design (fast math, fast "
                       "min/max); without it only numerics-preserving options are searched")
@@ -101,7 +107,8 @@ def run_tune(args: argparse.Namespace) -> int:
         strategy=args.strategy, model=None if args.model == "none" else args.model,
         fine_tune_every=args.fine_tune_every, db_path=args.db, batch=args.batch, seed=args.seed,
         runner=args.runner, allow_numerics_change=args.allow_numerics_change,
-        settings=MeasureSettings(rtol=args.rtol), progress=not args.quiet,
+        settings=MeasureSettings(rtol=args.rtol), progress=not args.quiet, online=args.online,
+        warm_start=args.warm_start,
     )
     if args.json:
         print(json.dumps(result.to_json()))

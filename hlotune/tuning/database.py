@@ -201,6 +201,11 @@ class Database(ABC):
         sharing the database (none, for a database only one tuner uses)."""
         return list(config_keys)
 
+    def winners(self, program: str) -> list[CompileConfig]:
+        """Configs that tunes of other programs chose here, newest first (XTAT's transfer);
+        none for a database that keeps no decisions."""
+        return []
+
 
 class TuningDatabase(Database):
     """A tuning database file (SQLite); records of other machines and compilers stay invisible."""
@@ -345,6 +350,13 @@ class TuningDatabase(Database):
         a config that changes numerics only with `allow_numerics_change`."""
         return next((d for d in self._decisions(program)
                      if allow_numerics_change or not d.chosen.flags.changes_numerics), None)
+
+    def winners(self, program: str) -> list[CompileConfig]:
+        rows = self._db.execute(
+            "SELECT chosen FROM decisions WHERE program != ? AND machine = ? AND jax = ? AND jaxlib = ? "
+            "ORDER BY rowid DESC", (program, *self._scope)).fetchall()
+        chosen = [_config(key) for key in dict.fromkeys(key for (key,) in rows)]
+        return [config for config in chosen if not config.is_default]
 
     def _decisions(self, program: str, candidate_key: str | None = None) -> Iterator[Decision]:
         """The program's decisions here, newest first."""

@@ -94,13 +94,16 @@ class RandomSearch(Strategy):
 
 
 class Exhaustive(Strategy):
-    """Every config of a fixed list, in order: for small spaces, or to measure chosen configs."""
+    """Every config of a fixed list: in order, or, with a `cost_model`, the model's favourites
+    first, ranked again at every ask (so a model that learns reorders what is left: a pool of
+    candidates screened by a model, and strategies compared offline on recorded configs)."""
 
     name = "exhaustive"
 
-    def __init__(self, configs: Sequence[CompileConfig]) -> None:
+    def __init__(self, configs: Sequence[CompileConfig], cost_model: CostModel | None = None) -> None:
         super().__init__()
         self._pending = list(dict.fromkeys(configs))
+        self._cost_model = cost_model
 
     @classmethod
     def around_default(
@@ -122,6 +125,9 @@ class Exhaustive(Strategy):
         return cls(configs)
 
     def ask(self, n: int) -> list[CompileConfig]:
+        if self._cost_model is not None and self._pending:
+            scores = np.asarray(self._cost_model.predict(self._pending), dtype=np.float64)
+            self._pending = [self._pending[i] for i in np.argsort(scores, kind="stable")]
         configs = []
         while self._pending and len(configs) < n:
             config = self._pending.pop(0)
@@ -134,10 +140,10 @@ class Chain(Strategy):
     """Each strategy in turn, the next once the one before runs dry: e.g. every single change
     of the default first, then random combinations (how `hlotune collect` draws flags)."""
 
-    def __init__(self, *strategies: Strategy) -> None:
+    def __init__(self, *strategies: Strategy, name: str | None = None) -> None:
         super().__init__()
         self._strategies = strategies
-        self.name = "+".join(strategy.name for strategy in strategies)
+        self.name = name or "+".join(strategy.name for strategy in strategies)
 
     def ask(self, n: int) -> list[CompileConfig]:
         configs: list[CompileConfig] = []
@@ -160,18 +166,21 @@ class Evolutionary(Strategy):
 
     Until `population` configs are known it explores at random. With a `cost_model`, each ask
     generates `pool` times more candidates than it returns and keeps those the model ranks
-    fastest, as Ansor and MetaSchedule do: the model is cheap, measurements are not.
+    fastest, as Ansor and MetaSchedule do: the model is cheap, measurements are not. A share
+    `explore` of each batch is drawn from the other candidates at random (epsilon-greedy), so a
+    model that is wrong about this program cannot keep the search from what it misjudges.
     """
 
     name = "evolutionary"
 
     def __init__(
         self, space: SearchSpace, seed: int = 0, *, population: int = 8,
-        cost_model: CostModel | None = None, pool: int = 8,
+        cost_model: CostModel | None = None, pool: int = 8, explore: float = 0.1,
     ) -> None:
         super().__init__()
         self._space, self._rng = space, random.Random(seed)
         self._population, self._cost_model, self._pool = population, cost_model, pool
+        self._explore = explore
 
     def ask(self, n: int) -> list[CompileConfig]:
         wanted = n * self._pool if self._cost_model is not None else n
@@ -187,8 +196,9 @@ class Evolutionary(Strategy):
         chosen = list(candidates)
         if self._cost_model is not None and len(chosen) > n:
             scores = np.asarray(self._cost_model.predict(chosen), dtype=np.float64)
-            order = np.argsort(scores, kind="stable")
-            chosen = [chosen[i] for i in order[:n]]
+            ranked = [chosen[i] for i in np.argsort(scores, kind="stable")]
+            explored = sum(self._rng.random() < self._explore for _ in range(n))
+            chosen = ranked[: n - explored] + self._rng.sample(ranked[n - explored:], explored)
         return [config for config in chosen if self._fresh(config)]
 
     def _parents(self) -> list[tuple[CompileConfig, float]]:

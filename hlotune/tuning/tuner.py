@@ -45,7 +45,16 @@ from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, ScorerCostModel,
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.runners import Runner, open_runner
-from hlotune.tuning.strategies import OptunaStudy, OptunaTPE, Strategy, Trial, make_strategy
+from hlotune.tuning.online import OnlineCostModel
+from hlotune.tuning.strategies import (
+    Chain,
+    Exhaustive,
+    OptunaStudy,
+    OptunaTPE,
+    Strategy,
+    Trial,
+    make_strategy,
+)
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -103,6 +112,8 @@ def tune(
     runner: str | Runner = "local",
     callbacks: Sequence[Callback] = (),
     allow_numerics_change: bool = False,
+    online: bool = True,
+    warm_start: int = 4,
 ) -> TuneResult:
     """Tune the program spec `program` (zoo:NAME[@VARIANT], file.py:FACTORY, export:PATH), or
     the JAX function `program` for the example arguments `args` (pytrees of arrays).
@@ -121,7 +132,9 @@ def tune(
     `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and
     written under its machine's hardware fingerprint (runners.py). `callbacks` see every batch.
     Options that change results by design (fast math, ...) are searched only with
-    `allow_numerics_change`.
+    `allow_numerics_change`. With `online`, the evolutionary strategy's model also learns this
+    program's measurements after every batch (online.py). `warm_start` N: the flags of up to N
+    configs that won on other programs here are the first candidates after the default.
     """
     started = time.monotonic()
     _check_arguments(space, budget, time_s, batch, fine_tune_every)
@@ -141,11 +154,16 @@ def tune(
     fingerprint = program_fingerprint(loaded)
     layouts = LayoutSpace(loaded) if space != "flags" or model is not None else None
     search_space = SearchSpace(space, layouts, allow_numerics_change=allow_numerics_change)
-    cost_model = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
+    prior = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
+    learns = online and strategy == "evolutionary"
+    cost_model = OnlineCostModel(prior) if learns else prior
     search = _strategy(strategy, search_space, seed, cost_model, OptunaStudy.beside(db_path, fingerprint))
-    extra = [UpdateCostModel(fine_tune_every)] if cost_model is not None and fine_tune_every else []
+    extra = [UpdateCostModel(1)] if learns else []
+    extra += [UpdateCostModel(fine_tune_every, prior)] if prior is not None and fine_tune_every else []
     extra += [ProgressBar(budget)] if progress else []
     with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
+        if warm_start and not isinstance(strategy, Strategy):
+            search = _warm_started(search, search_space, db.winners(fingerprint)[:warm_start])
         tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
                       callbacks=[*extra, *callbacks], settings=settings, fingerprint=fingerprint)
         deadline = None if time_s is None else started + time_s
@@ -165,6 +183,20 @@ def _strategy(
     if cost_model is not None:
         raise HlotuneError("a cost model ranks candidates of the evolutionary strategy only, not optuna")
     return OptunaTPE(space, seed, sampler=strategy, study=study)
+
+
+def _warm_started(search: Strategy, space: SearchSpace, winners: list[CompileConfig]) -> Strategy:
+    """`search`, after the flags of configs that won elsewhere (layouts name another program's
+    tensors) that this space can express."""
+    if space.kind == "layout":
+        return search
+    firsts = []
+    for winner in winners:
+        try:
+            firsts.append(space.config(space.genome(CompileConfig(flags=winner.flags))))
+        except HlotuneError:  # an option outside this space (numerics-changing, not allowed)
+            continue
+    return Chain(Exhaustive(firsts), search, name=search.name) if firsts else search
 
 
 def _check_arguments(space: str, budget, time_s, batch: int, fine_tune_every) -> None:

@@ -134,6 +134,10 @@ def _add_collect(commands) -> None:
     collect.add_argument("--search", choices=("random", "default"), default="random",
                          help="layout sampler: uniform (random) or around the default (default)")
     collect.add_argument("--batch", type=int, default=8, help="configs measured together")
+    collect.add_argument("--noise-target", type=float, metavar="F",
+                         help="take more rounds until each config's median is known within F "
+                         "(95%% confidence interval, relative), up to 100 rounds or 10 minutes a "
+                         "batch; the summary says which configs reached it")
     collect.add_argument("--out", type=Path, required=True, metavar="DIR")
     collect.add_argument("--json", action="store_true", help="print one JSON object per program")
     add_quiet(collect)
@@ -241,7 +245,7 @@ def _collect(args: argparse.Namespace) -> int:
 
     settings = CollectSettings(
         space=args.space, configs=args.configs, samples=args.samples, seed=args.seed,
-        search=args.search, batch=args.batch,
+        search=args.search, batch=args.batch, noise_target=args.noise_target,
     )
     for spec in args.program:
         result = collect(spec, settings, args.out, progress=not args.quiet)

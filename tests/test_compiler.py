@@ -226,3 +226,16 @@ def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
         assert len(set(layouts)) == 6 and all(config.flags.is_default for config in layouts)
     with pytest.raises(HlotuneError, match="layout search"):
         CollectSettings(space="layout", search="sideways")
+
+
+def test_a_noise_target_takes_rounds_until_medians_are_certain_and_short_runs_loop():
+    fine = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    loose = measure("zoo:mlp@tiny", [fine], MeasureSettings(rounds=2, repeats=3, noise_target=0.5))
+    assert len(loose.measurements[0].samples_ns) >= 6 and loose.measurements[0].converged
+    tight = MeasureSettings(rounds=2, repeats=3, noise_target=1e-9, max_rounds=4)
+    batch = measure("zoo:mlp@tiny", [fine], tight)
+    capped = batch.measurements[0]
+    assert len(capped.samples_ns) == 12 and capped.converged is False  # stopped at the cap
+    assert 0 < capped.median_halfwidth < float("inf")
+    # mlp@tiny runs in microseconds, far below min_sample_s: a sample is a loop of calls.
+    assert batch.loop > 1 and batch.loop * capped.call_ns >= 0.5 * tight.min_sample_s * 1e9

@@ -46,6 +46,7 @@ class CollectSettings:
     batch: int = 8
     repeats: int = 3
     rtol: float | None = None  # float outputs' tolerance; None: per dtype
+    noise_target: float | None = None  # more rounds until each median is this certain (95% CI)
 
     def __post_init__(self) -> None:
         if self.space not in COLLECTIONS:
@@ -58,7 +59,7 @@ class CollectSettings:
     def measure_settings(self) -> MeasureSettings:
         return MeasureSettings(
             rounds=math.ceil(self.samples / self.repeats), repeats=self.repeats,
-            rtol=self.rtol, seed=self.seed,
+            rtol=self.rtol, seed=self.seed, noise_target=self.noise_target,
         )
 
 
@@ -153,6 +154,7 @@ def _batch_summary(result: BatchResult) -> dict:
     return {
         "default_ns": result.default_ns,
         "noise_floor": result.noise_floor,
+        "loop": result.loop,
         "reference_samples": result.defaults[0].samples_ns,
         "configs": [_record(m) for m in result.measurements],
     }
@@ -166,6 +168,7 @@ def _record(measurement: Measurement) -> dict:
         "median_ns": measurement.median_ns if measurement.samples_ns else None,
         "compile_s": measurement.compile_s,
         "max_rel_error": measurement.max_rel_error,
+        "converged": measurement.converged,
         "samples": measurement.samples_ns,
     }
 

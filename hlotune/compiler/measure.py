@@ -6,11 +6,17 @@ in every batch, so the batch reports its own noise floor (the spread of the repl
 medians). Outputs are checked against the default's. Compiling and running happen in a worker
 process: a config that XLA rejects, that crashes it or that hangs is recorded as failed with
 its reason, the worker restarts, and the batch goes on.
+
+Two guards against timer noise: where one call of the default is shorter than
+`min_sample_s`, a sample times K calls back to back (K chosen per batch from the default's
+warm-up call); and with a `noise_target`, rounds go on until every config's median is known
+that precisely (its 95% confidence interval) or a cap is reached.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 import re
@@ -34,17 +40,26 @@ _FATAL = re.compile(r"^F\d{4} |.*Check failed")  # XLA's fatal log lines
 
 @dataclass(frozen=True)
 class MeasureSettings:
-    rounds: int = 10
-    repeats: int = 3  # calls per config per round: rounds * repeats samples (30 by default)
+    rounds: int = 10  # at least; more while `noise_target` is not met
+    repeats: int = 3  # samples per config per round: rounds * repeats samples (30 by default)
     default_replicas: int = 2  # extra default executables beside the reference
     rtol: float | None = None  # float outputs' tolerance; None: per dtype (output_check.py)
     compile_timeout_s: float = 300.0
-    run_timeout_s: float = 120.0  # one config's `repeats` calls
+    run_timeout_s: float = 120.0  # one config's `repeats` samples
     seed: int = 0
+    # A sample times K calls back to back when one call of the default is shorter than this.
+    min_sample_s: float = 5e-4
+    # More rounds until every live config's median is known within this (relative half-width
+    # of its 95% confidence interval), up to `max_rounds` or `time_cap_s` for the batch.
+    noise_target: float | None = None
+    max_rounds: int = 100
+    time_cap_s: float = 600.0
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.repeats < 1 or self.default_replicas < 1:
             raise HlotuneError("rounds, repeats and default replicas must be at least 1")
+        if self.noise_target is not None and not self.noise_target > 0:
+            raise HlotuneError(f"the noise target must be positive, got {self.noise_target}")
         if self.rtol is not None and not self.rtol > 0:
             raise HlotuneError(f"the output tolerance (rtol) must be positive, got {self.rtol}")
 
@@ -57,10 +72,24 @@ class Measurement:
     samples_ns: list[int] = field(default_factory=list)
     compile_s: float = 0.0
     max_rel_error: float = 0.0
+    call_ns: int = 0  # one call, timed at warm-up
+    converged: bool | None = None  # its median met the noise target (None: no target)
 
     @property
     def median_ns(self) -> float:
         return float(np.median(self.samples_ns)) if self.samples_ns else float("nan")
+
+    @property
+    def median_halfwidth(self) -> float:
+        """Relative half-width of the 95% confidence interval of the median: the order
+        statistics n/2 -+ 1.96 sqrt(n)/2 (distribution-free), over twice the median."""
+        samples = np.sort(self.samples_ns)
+        n = len(samples)
+        if n < 6:
+            return float("inf")
+        low = max(int(np.floor(n / 2 - 0.98 * np.sqrt(n))), 0)
+        high = min(int(np.ceil(n / 2 + 0.98 * np.sqrt(n))), n - 1)
+        return float((samples[high] - samples[low]) / (2 * np.median(samples)))
 
     @property
     def ok(self) -> bool:
@@ -73,6 +102,7 @@ class BatchResult:
 
     measurements: list[Measurement]
     defaults: list[Measurement]  # the reference first, then the replicas
+    loop: int = 1  # calls timed together per sample
 
     @property
     def default_ns(self) -> float:
@@ -101,7 +131,9 @@ def measure(
 
     Inside a batch, `d0` is the reference default, `d1`... its replicas and `c<i>` is
     `configs[i]`. `prior` (id -> samples of each finished round) resumes an interrupted batch:
-    only the remaining rounds run. `on_round` sees each finished round, to journal it.
+    only the remaining rounds run. `on_round` sees each finished round, to journal it. With a
+    noise target, rounds go on until every live config meets it or the caps are reached;
+    `Measurement.converged` says which did.
     """
     ids = {f"d{i}": DEFAULT_CONFIG for i in range(settings.default_replicas + 1)}
     ids |= {f"c{i}": config for i, config in enumerate(configs)}
@@ -113,12 +145,28 @@ def measure(
         if not results["d0"].ok:
             raise HlotuneError(f"{program}: the default configuration fails: {results['d0'].reason}")
         rng = random.Random(f"{settings.seed}:{rounds_done}")
-        for round_index in range(rounds_done, settings.rounds):
-            round_samples = _run_round(session, results, rng, settings)
+        loop = max(1, math.ceil(settings.min_sample_s * 1e9 / max(results["d0"].call_ns, 1)))
+        deadline = time.monotonic() + settings.time_cap_s
+        round_index = rounds_done
+        while round_index < settings.rounds or (
+            _noisy(results, settings) and round_index < settings.max_rounds and time.monotonic() < deadline
+        ):
+            round_samples = _run_round(session, results, rng, settings, loop)
             if on_round is not None:
                 on_round(round_index, round_samples)
+            round_index += 1
+    if settings.noise_target is not None:
+        for measurement in results.values():
+            if measurement.ok:
+                measurement.converged = measurement.median_halfwidth <= settings.noise_target
     defaults = [results[id] for id in ids if id.startswith("d")]
-    return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults)
+    return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults, loop)
+
+
+def _noisy(results: dict[str, Measurement], settings: MeasureSettings) -> bool:
+    """Whether a live config's median is still less certain than the noise target."""
+    target = settings.noise_target
+    return target is not None and any(m.ok and m.median_halfwidth > target for m in results.values())
 
 
 def _restore(results: dict[str, Measurement], prior: dict[str, list[list[int]]]) -> int:
@@ -142,19 +190,22 @@ def _compile(session: _Session, id: str, config: CompileConfig, result: Measurem
         result.status, result.reason = FAILED, reply["error"]
         return
     result.compile_s, result.max_rel_error = reply["compile_s"], reply["max_rel_error"]
+    result.call_ns = reply["call_ns"]
     if not reply["outputs_match"]:
         result.status, result.reason = WRONG_OUTPUT, reply["mismatch"]
         session.drop(id)
 
 
-def _run_round(session: _Session, results: dict[str, Measurement], rng: random.Random, settings):
+def _run_round(
+    session: _Session, results: dict[str, Measurement], rng: random.Random, settings, loop: int
+) -> dict[str, list[int]]:
     """One round over the live configs in a fresh random order; a crash fails only its config."""
     pending = [id for id, m in results.items() if m.ok]
     rng.shuffle(pending)
     round_samples: dict[str, list[int]] = {}
     while pending:
         try:
-            for id, samples in session.run(pending, settings.repeats):
+            for id, samples in session.run(pending, settings.repeats, loop):
                 round_samples[id] = samples
                 results[id].samples_ns += samples
                 pending.remove(id)
@@ -199,9 +250,9 @@ class _Session:
         self._compiled.pop(id, None)
         self._request({"op": "drop", "id": id}, self.settings.compile_timeout_s)
 
-    def run(self, ids: list[str], repeats: int):
+    def run(self, ids: list[str], repeats: int, loop: int):
         """Yield (id, samples) as each config finishes its calls."""
-        self._send({"op": "run", "ids": list(ids), "repeats": repeats})
+        self._send({"op": "run", "ids": list(ids), "repeats": repeats, "loop": loop})
         while True:
             message = self._receive(self.settings.run_timeout_s)
             if "id" in message:

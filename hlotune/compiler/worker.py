@@ -55,16 +55,19 @@ class Worker:
         outputs = [np.asarray(x) for x in _leaves(executable(*args))]
         for _ in range(warmup - 1):
             _block(executable(*args))
+        call_ns = min(_time_call(executable, args) for _ in range(3))  # one warm call, unlucky ones aside
         if self._reference is None:
             self._reference = outputs
         self._compiled[id] = (executable, args)
         self._keys[id] = parsed.key
         check = check_outputs(outputs, self._reference, rtol)
         return {"ok": True, "compile_s": compile_s, "max_rel_error": check.max_rel_error,
-                "outputs_match": check.ok, "mismatch": check.reason}
+                "outputs_match": check.ok, "mismatch": check.reason, "call_ns": call_ns}
 
-    def run(self, ids: list[str], repeats: int) -> dict:
-        """Time `repeats` calls of each config in order, streaming each config's samples."""
+    def run(self, ids: list[str], repeats: int, loop: int = 1) -> dict:
+        """Take `repeats` samples of each config in order, streaming each config's samples; a
+        sample times `loop` calls back to back and is their mean (a run too short to time
+        alone is timed K at a time)."""
         for id in ids:
             executable, args = self._compiled[id]
             if self._hang_on and self._hang_on in self._keys[id]:
@@ -72,8 +75,9 @@ class Worker:
             times = []
             for _ in range(repeats):
                 begin = time.perf_counter_ns()
-                _block(executable(*args))
-                times.append(time.perf_counter_ns() - begin)
+                for _ in range(loop):
+                    _block(executable(*args))
+                times.append((time.perf_counter_ns() - begin) // loop)
             self._reply({"id": id, "ns": times})
         return {"ok": True}
 
@@ -89,6 +93,12 @@ def _leaves(tree) -> list:
     import jax
 
     return jax.tree_util.tree_leaves(tree)
+
+
+def _time_call(executable, args) -> int:
+    begin = time.perf_counter_ns()
+    _block(executable(*args))
+    return time.perf_counter_ns() - begin
 
 
 def _block(outputs) -> None:

@@ -70,6 +70,9 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--allow-numerics-change", action="store_true",
                       help="also search options that change results by design (fast math, fast "
                       "min/max); without it only numerics-preserving options are searched")
+    tune.add_argument("--noise-target", type=float, metavar="F",
+                      help="measure each config until its median is known within F (95%% "
+                      "confidence interval, relative), up to 100 rounds a batch")
     tune.add_argument("--rtol", type=float, metavar="R",
                       help="how far float outputs may differ from the default's, relative "
                       "(default: per dtype, docs/compiler.md)")
@@ -107,7 +110,8 @@ def run_tune(args: argparse.Namespace) -> int:
         strategy=args.strategy, model=None if args.model == "none" else args.model,
         fine_tune_every=args.fine_tune_every, db_path=args.db, batch=args.batch, seed=args.seed,
         runner=args.runner, allow_numerics_change=args.allow_numerics_change,
-        settings=MeasureSettings(rtol=args.rtol), progress=not args.quiet, online=args.online,
+        settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
+        progress=not args.quiet, online=args.online,
         warm_start=args.warm_start,
     )
     if args.json:

@@ -367,8 +367,11 @@ def test_two_tuners_on_one_database_measure_nothing_twice(tmp_path):
     measured = [config for runner in runners for config in runner.measured]
     assert all(runner.measured for runner in runners)  # both took part
     candidates = [config for config in measured if config in recorded]
-    best = min(recorded, key=lambda c: np.median(replay.recorded[c]))
-    assert sorted(c.key for c in candidates) == sorted(c.key for c in [*recorded, best])  # + one confirmation
+    default_ns = np.median(replay.recorded[DEFAULT_CONFIG])
+    faster = sorted((c for c in recorded if np.median(replay.recorded[c]) < default_ns),
+                    key=lambda c: np.median(replay.recorded[c]))[:4]
+    halving = faster + (faster[: len(faster) // 2] if len(faster) > 1 else [])  # by one tuner
+    assert sorted(c.key for c in candidates) == sorted(c.key for c in [*recorded, *halving])
     with TuningDatabase(path, machine=replay.machine) as db:
         assert len(db.records("f" * 16)) == len(recorded) + 1
 

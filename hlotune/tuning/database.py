@@ -201,6 +201,9 @@ class Database(ABC):
         sharing the database (none, for a database only one tuner uses)."""
         return list(config_keys)
 
+    def release(self, program: str, keys: list[str]) -> None:
+        """Give up claims this tuner holds (a database without claims has none)."""
+
     def winners(self, program: str) -> list[CompileConfig]:
         """Configs that tunes of other programs chose here, newest first (XTAT's transfer);
         none for a database that keeps no decisions."""
@@ -319,8 +322,6 @@ class TuningDatabase(Database):
                  decision.default_ns, decision.candidate_ns, _finite_or_none(decision.noise_floor),
                  decision.strategy, decision.space, decision.timestamp),
             )
-            self._db.execute("DELETE FROM claims WHERE program = ? AND config = ?",
-                             (decision.program, CONFIRM_PREFIX + decision.candidate.key))
 
     # Reading (this machine and compiler only)
 
@@ -350,6 +351,11 @@ class TuningDatabase(Database):
         a config that changes numerics only with `allow_numerics_change`."""
         return next((d for d in self._decisions(program)
                      if allow_numerics_change or not d.chosen.flags.changes_numerics), None)
+
+    def release(self, program: str, keys: list[str]) -> None:
+        with self._writing():
+            self._db.executemany("DELETE FROM claims WHERE program = ? AND config = ? AND owner = ?",
+                                 [(program, key, self.owner) for key in keys])
 
     def winners(self, program: str) -> list[CompileConfig]:
         rows = self._db.execute(

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import BatchResult, MeasureSettings
+from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurement
 from hlotune.compiler.space import SPACES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
@@ -171,6 +171,10 @@ def tune(
     return tuner.result(decision, seconds=time.monotonic() - started)
 
 
+def _runtime(measurement: Measurement) -> float:
+    return measurement.median_ns if measurement.ok else math.inf
+
+
 def _strategy(
     strategy: str | Strategy | BaseSampler, space: SearchSpace, seed: int,
     cost_model: CostModel | None, study: OptunaStudy,
@@ -226,11 +230,11 @@ class Tuner:
         self, program: Program, space: SearchSpace, strategy: Strategy, runner: Runner,
         database: Database, *, cost_model: CostModel | None = None,
         callbacks: Sequence[Callback] = (), settings: MeasureSettings = MeasureSettings(),
-        fingerprint: str | None = None,
+        fingerprint: str | None = None, finalists: int = 4,
     ) -> None:
         self.program, self.space, self.strategy, self.runner = program, space, strategy, runner
         self.database, self.cost_model, self.callbacks = database, cost_model, list(callbacks)
-        self.settings = settings
+        self.settings, self.finalists = settings, finalists
         self.fingerprint = fingerprint or program_fingerprint(program)
         default = database.lookup(self.fingerprint, DEFAULT_CONFIG.key)
         self.default_ns: float | None = None if default is None else default.median_ns
@@ -294,43 +298,60 @@ class Tuner:
         return results
 
     def _decide(self) -> Decision:
-        """Re-measure the best candidate beside the default (unless a previous run did) and
-        keep it only if its gain exceeds the batch's noise floor."""
-        best = min(self.trials, key=lambda t: t.cost)
-        candidate = best.config if math.isfinite(best.cost) else DEFAULT_CONFIG
-        decision = self.database.decision(self.fingerprint, candidate.key)
-        if decision is not None:
-            return decision
-        name, kind = self.strategy.name, self.space.kind
-        if candidate.is_default:
-            evaluated = {t.config.key for t in self.trials}
-            noise = [r.noise_floor for r in self.database.records(self.fingerprint)
-                     if r.config_key in evaluated and r.noise_floor is not None]
-            decision = Decision(self.fingerprint, candidate, candidate, self.default_ns, self.default_ns,
-                                float(np.median(noise)) if noise else None, name, kind, time.time())
-        else:
-            decision = self._await_confirmation(candidate)
-            if decision is not None:  # another tuner confirmed it meanwhile
-                return decision
-            (result,) = self.runner.measure(self.program.name, [candidate], self.settings)
-            confirmed = result.measurements[0]
-            candidate_ns = confirmed.median_ns if confirmed.ok else None
-            better = candidate_ns is not None and result.default_ns / candidate_ns - 1 > result.noise_floor
-            decision = Decision(self.fingerprint, candidate, candidate if better else DEFAULT_CONFIG,
-                                result.default_ns, candidate_ns, result.noise_floor, name, kind, time.time())
+        """Re-measure the finalists beside the default, halving them by each batch's runtimes
+        (successive halving: one noisy search measurement does not pick the winner), and keep
+        the survivor only if its gain in its last batch exceeds that batch's noise floor. A
+        previous run's decision on the same finalists stands."""
+        finalists = self._finalists()
+        decided = self._decided(finalists)
+        if decided is not None:
+            return decided
+        if not finalists:
+            return self._keep_default()
+        claim = CONFIRM_PREFIX + finalists[0].key
+        while not self.database.claim(self.fingerprint, [claim]):  # another tuner confirms them
+            time.sleep(_CLAIM_POLL_S)
+            decided = self._decided(finalists)
+            if decided is not None:
+                return decided
+        while True:
+            (result,) = self.runner.measure(self.program.name, finalists, self.settings)
+            ranked = sorted(zip(finalists, result.measurements), key=lambda pair: _runtime(pair[1]))
+            finalists = [config for config, _ in ranked[: max(1, len(finalists) // 2)]]
+            if len(finalists) == 1:
+                break
+        candidate, confirmed = ranked[0]
+        candidate_ns = confirmed.median_ns if confirmed.ok else None
+        better = candidate_ns is not None and result.default_ns / candidate_ns - 1 > result.noise_floor
+        decision = Decision(self.fingerprint, candidate, candidate if better else DEFAULT_CONFIG,
+                            result.default_ns, candidate_ns, result.noise_floor, self.strategy.name,
+                            self.space.kind, time.time())
         self.database.decide(decision)
+        self.database.release(self.fingerprint, [claim])
         return decision
 
-    def _await_confirmation(self, candidate: CompileConfig) -> Decision | None:
-        """Claim the candidate's confirmation; while another tuner holds it, wait for its
-        decision (None once this tuner may confirm)."""
-        key = CONFIRM_PREFIX + candidate.key
-        while not self.database.claim(self.fingerprint, [key]):
-            time.sleep(_CLAIM_POLL_S)
-            decision = self.database.decision(self.fingerprint, candidate.key)
+    def _finalists(self) -> list[CompileConfig]:
+        """The `finalists` fastest configs of the search that beat the default there."""
+        faster = sorted((t for t in self.trials if t.cost < 1.0), key=lambda t: t.cost)
+        return [trial.config for trial in faster[: self.finalists]]
+
+    def _decided(self, finalists: list[CompileConfig]) -> Decision | None:
+        for config in finalists or [DEFAULT_CONFIG]:
+            decision = self.database.decision(self.fingerprint, config.key)
             if decision is not None:
                 return decision
         return None
+
+    def _keep_default(self) -> Decision:
+        """No config beat the default in the search: keep it, with the batches' noise floor."""
+        evaluated = {t.config.key for t in self.trials}
+        noise = [r.noise_floor for r in self.database.records(self.fingerprint)
+                 if r.config_key in evaluated and r.noise_floor is not None]
+        decision = Decision(self.fingerprint, DEFAULT_CONFIG, DEFAULT_CONFIG, self.default_ns,
+                            self.default_ns, float(np.median(noise)) if noise else None,
+                            self.strategy.name, self.space.kind, time.time())
+        self.database.decide(decision)
+        return decision
 
     def result(self, decision: Decision, seconds: float = 0.0) -> TuneResult:
         best_costs = np.minimum.accumulate([t.cost for t in self.trials])

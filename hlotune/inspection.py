@@ -6,6 +6,7 @@ first, so raw records describe themselves the same way as the npz made from them
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
@@ -30,6 +31,9 @@ class Inspection:
     """What one file holds, and whether it follows the schema (JSON-ready)."""
 
     path: str
+    family: str | None = None  # the program's name before `@`, or a TpuGraphs file's model
+    source: str = "file"  # zoo, corpus, tpugraphs or file
+    noise_floor: float | None = None  # measured collections: the batches' median noise floor
     collection: str | None = None
     nodes: int = 0
     edges: int = 0
@@ -76,6 +80,7 @@ def inspect_file(path: Path) -> list[Inspection]:
 
 def describe(sample: GraphSample | None, path: str, errors: list[str]) -> Inspection:
     info = Inspection(path=path, split=_split(path), valid=not errors, errors=errors)
+    info.source, info.family, info.noise_floor = _provenance(path, info.split, sample)
     if sample is None:
         return info
     graph, configs = sample.graph, sample.configs
@@ -89,6 +94,26 @@ def describe(sample: GraphSample | None, path: str, errors: list[str]) -> Inspec
     if sample.labelled:
         info.runtime_ns = _runtime_stats(configs)
     return info
+
+
+def _provenance(path: str, split: dict, sample: GraphSample | None) -> tuple[str, str | None, float | None]:
+    """(source, family, noise floor): from the summary `hlotune collect` writes beside an npz,
+    else the program spec a sample was built from, else the TpuGraphs folder layout."""
+    file = Path(path.split("#")[0])
+    summary = file.with_suffix(".json")
+    spec, noise = (sample.source if sample is not None else ""), None
+    if file.suffix == ".npz" and summary.is_file():
+        try:
+            document = json.loads(summary.read_text())
+            spec, noise = document["program"], float(document["result"]["noise_floor"])
+        except (ValueError, KeyError, TypeError):
+            pass  # not a collection summary: the npz speaks for itself
+    prefix, sep, rest = spec.partition(":")
+    if sep and prefix in ("zoo", "corpus"):
+        return prefix, rest.partition("@")[0], noise
+    if split.get("source") and split.get("collection") in ("tile", "layout"):
+        return "tpugraphs", file.stem.split(".")[0], noise
+    return "file", file.stem.partition("@")[0], noise
 
 
 def _split(path: str) -> dict:
@@ -127,6 +152,8 @@ def format_inspection(info: Inspection) -> str:
         f"  nodes {info.nodes:,}  edges {info.edges:,}  configs {info.configs:,}"
         + (f"  configurable nodes {info.configurable_nodes:,}" if info.configurable_nodes else ""),
     ]
+    noise = "" if info.noise_floor is None else f", noise floor {info.noise_floor:.1%}"
+    lines.append(f"  family {info.family} ({info.source}){noise}")
     if info.opcodes:
         lines.append("  opcodes: " + ", ".join(f"{op} {n}" for op, n in info.opcodes.items()))
     if info.runtime_ns:

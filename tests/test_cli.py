@@ -73,6 +73,15 @@ def test_inspect_every_fixture_as_json(tpugraphs_dir):
     unet = next(r for r in npz if "unet_3d" in r["path"])
     assert (unet["nodes"], unet["edges"], unet["configs"]) == (3163, 5112, 1965)
     assert unet["configurable_nodes"] == 62
+    assert (unet["source"], unet["family"], unet["noise_floor"]) == ("tpugraphs", "unet_3d", None)
+
+
+def test_inspect_says_where_each_builtin_graph_comes_from():
+    result = hlotune("inspect", "builtin:flags/test", "--json")
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert result.returncode == 0 and len(rows) == 8
+    assert {r["family"] for r in rows} == {"unet", "vit"} and {r["source"] for r in rows} == {"zoo"}
+    assert all(0 <= r["noise_floor"] < 1 for r in rows)
 
 
 def test_inspect_fails_on_an_invalid_file_in_a_folder(tmp_path, tpugraphs_dir):

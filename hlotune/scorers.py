@@ -7,7 +7,8 @@ A scorer maps a GraphSample to one score per config, lower = predicted faster:
 - `baseline:random`: uniform scores, seeded by the graph's name, the floor any model must beat;
 - `baseline:analytical`: hand-written rules per collection, nothing trained;
 - `baseline:gbdt`: gradient-boosted trees, trained at the first graph on the built-in train
-  split of its collection (`baseline:gbdt@DIR`: on the files in DIR) and cached.
+  split of its collection (`baseline:gbdt@DIR`: on the files in DIR) and cached;
+- `baseline:gbdt-rank[@DIR]`: the same trees trained with LambdaRank on each graph's order.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
 
-BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR")
+BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR", "gbdt-rank", "gbdt-rank@DIR")
+GBDT_OBJECTIVES = {"gbdt": "regression", "gbdt-rank": "lambdarank"}
 PRETRAINED = ("flags", "layout")
 
 
 def load_scorer(name: str) -> Scorer:
     if name.startswith("baseline:"):
         baseline, at, train = name.removeprefix("baseline:").partition("@")
-        if baseline == "gbdt" and (train or not at):
-            return _gbdt(train or None)
+        if baseline in GBDT_OBJECTIVES and (train or not at):
+            return _gbdt(train or None, GBDT_OBJECTIVES[baseline])
         if baseline == "random" and not at:
             return random_scores
         if baseline == "analytical" and not at:
@@ -58,7 +60,7 @@ def random_scores(sample: GraphSample) -> np.ndarray:
     return np.random.default_rng(seed).random(sample.num_configs)
 
 
-def _gbdt(train: str | None) -> Scorer:
+def _gbdt(train: str | None, objective: str) -> Scorer:
     """Trained (or taken from the cache) at the first graph, whose collection picks the data."""
     from hlotune.models.baselines.gbdt import GbdtBaseline
 
@@ -69,7 +71,7 @@ def _gbdt(train: str | None) -> Scorer:
         collection = sample.collection
         if collection not in models:
             train_data = data if data is not None else _builtin_train(collection)
-            models[collection] = GbdtBaseline.cached(train_data)
+            models[collection] = GbdtBaseline.cached(train_data, objective)
         return models[collection].scores(sample)
 
     return scores

@@ -143,3 +143,20 @@ def test_load_scorer_baselines(tmp_path, monkeypatch):
                                                       np.ones(2, np.int64), np.ones(2, np.int64)))
     with pytest.raises(HlotuneError, match="baseline:gbdt@DIR"):
         load_scorer("baseline:gbdt")(tile)  # no built-in tile split to train on
+
+
+def test_gbdt_rank_learns_each_graphs_order_and_reloads_as_a_ranker(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    train = _flags_folder(tmp_path / "train", range(3))
+    held_out = _flags_folder(tmp_path / "test", [3])
+    model = GbdtBaseline.fit(train, rounds=50, objective="lambdarank")
+    ranked = evaluate(held_out, model.scores)  # lower scores = faster, as for every scorer
+    assert ranked.kendall_tau > 0.3 and ranked.opa > 0.65  # chance: 0 and 0.5
+    model.save(tmp_path / "model")
+    reloaded = GbdtBaseline.load(tmp_path / "model")
+    assert reloaded.objective == "lambdarank"
+    assert np.array_equal(reloaded.scores(held_out[0]), model.scores(held_out[0]))
+    scorer = load_scorer(f"baseline:gbdt-rank@{tmp_path / 'train'}")
+    assert evaluate(held_out, scorer).kendall_tau > 0.3
+    with pytest.raises(HlotuneError, match="objective"):
+        GbdtBaseline.fit(train, objective="poisson")

@@ -3,7 +3,9 @@
 Each row is one config of one graph (`features.py`); its target is the config's log runtime
 minus the median log runtime of its graph (tile: of the runtime normalised by the default
 tile), so graphs of any size share one scale and the trees learn how a config moves runtime,
-which is all a ranking needs.
+which is all a ranking needs. `objective="lambdarank"` (`baseline:gbdt-rank`) learns the order
+within each graph directly instead (LambdaRank over per-graph groups, as the 11th-place Kaggle
+"Fast or Slow" solution did): the strong baseline a learned cost model must beat.
 
 A model is trained when first asked for and kept in the user's cache,
 `~/.cache/hlotune/gbdt/<collection>-<key>/`, keyed by the training files (paths, sizes and
@@ -33,6 +35,8 @@ from hlotune.models.files import read_json
 MODEL_FILE, FEATURES_FILE = "model.txt", "features.json"
 FORMAT, VERSION = "hlotune-gbdt", 1
 ROUNDS = 300
+OBJECTIVES = ("regression", "lambdarank")
+RELEVANCE_LEVELS = 31  # LightGBM's default label_gain covers grades 0..30
 # One thread makes training deterministic; the built-in splits are a few thousand rows.
 PARAMS = {
     "objective": "regression",
@@ -50,14 +54,18 @@ PARAMS = {
 class GbdtBaseline:
     """A LightGBM booster and the feature layout it was trained on."""
 
-    def __init__(self, booster, collection: str, flag_names: tuple[str, ...] = ()) -> None:
+    def __init__(self, booster, collection: str, flag_names: tuple[str, ...] = (),
+                 objective: str = "regression") -> None:
         self.booster = booster
         self.collection = collection
         self.flag_names = flag_names
+        self.objective = objective
 
     @classmethod
-    def fit(cls, train: Dataset, *, rounds: int = ROUNDS) -> GbdtBaseline:
+    def fit(cls, train: Dataset, *, rounds: int = ROUNDS, objective: str = "regression") -> GbdtBaseline:
         """Train on the labelled graphs of `train`, which must all be of one collection."""
+        if objective not in OBJECTIVES:
+            raise HlotuneError(f"unknown GBDT objective {objective!r}: use {' or '.join(OBJECTIVES)}")
         lightgbm = _lightgbm()
         collection = _collection(train)
         flag_names: tuple[str, ...] = ()
@@ -78,35 +86,40 @@ class GbdtBaseline:
             targets.append(log_runtimes - np.median(log_runtimes))
         if not rows:
             raise HlotuneError(f"{train.root}: no labelled graphs to train on")
+        ranking = objective == "lambdarank"
         data = lightgbm.Dataset(
             np.concatenate(rows),
-            np.concatenate(targets),
+            np.concatenate([_relevance(t) for t in targets] if ranking else targets),
+            group=[len(t) for t in targets] if ranking else None,
             feature_name=_lightgbm_names(feature_names(collection, flag_names)),
             params={"verbosity": -1},
         )
-        return cls(lightgbm.train(PARAMS, data, num_boost_round=rounds), collection, flag_names)
+        booster = lightgbm.train(PARAMS | {"objective": objective}, data, num_boost_round=rounds)
+        return cls(booster, collection, flag_names, objective)
 
     @classmethod
-    def cached(cls, train: Dataset) -> GbdtBaseline:
+    def cached(cls, train: Dataset, objective: str = "regression") -> GbdtBaseline:
         """The model of `train` from the cache, trained and stored there first if need be."""
-        folder = cache_folder(train)
+        folder = cache_folder(train, objective)
         if (folder / MODEL_FILE).is_file():
             try:
                 return cls.load(folder)
             except HlotuneError:  # damaged: train again below
                 pass
-        model = cls.fit(train)
+        model = cls.fit(train, objective=objective)
         model.save(folder)
         return model
 
     def scores(self, sample: GraphSample) -> np.ndarray:
-        """Predicted log runtime relative to the graph's median, per config: lower = faster."""
+        """Per config, lower = faster: the predicted log runtime relative to the graph's
+        median, or minus the predicted relevance (lambdarank)."""
         if sample.collection != self.collection:
             raise HlotuneError(
                 f"{sample.name or 'graph'}: a {sample.collection} graph, but the GBDT model "
                 f"scores {self.collection} configs"
             )
-        return self.booster.predict(feature_matrix(sample, self.flag_names), num_threads=1)
+        predicted = self.booster.predict(feature_matrix(sample, self.flag_names), num_threads=1)
+        return -predicted if self.objective == "lambdarank" else predicted
 
     def save(self, folder: str | os.PathLike[str]) -> None:
         folder = Path(folder)
@@ -114,6 +127,7 @@ class GbdtBaseline:
             "format": FORMAT,
             "version": VERSION,
             "collection": self.collection,
+            "objective": self.objective,
             "flag_names": list(self.flag_names),
             "feature_names": feature_names(self.collection, self.flag_names),
         }
@@ -138,17 +152,25 @@ class GbdtBaseline:
             booster = _lightgbm().Booster(model_str=(folder / MODEL_FILE).read_text())
         except (OSError, UnicodeDecodeError, _lightgbm().basic.LightGBMError):
             raise HlotuneError(f"{folder / MODEL_FILE}: missing or not a LightGBM model") from None
-        return cls(booster, collection, flag_names)
+        return cls(booster, collection, flag_names, document.get("objective", "regression"))
 
 
-def cache_folder(train: Dataset) -> Path:
+def cache_folder(train: Dataset, objective: str = "regression") -> Path:
     """Where the model of `train` is cached: `$XDG_CACHE_HOME` or `~/.cache`, then hlotune/gbdt."""
-    key = hashlib.sha256(json.dumps([VERSION, ROUNDS, PARAMS]).encode())
+    key = hashlib.sha256(json.dumps([VERSION, ROUNDS, PARAMS, objective]).encode())
     for path in train.paths:
         stat = path.stat()
         key.update(f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "hlotune" / "gbdt" / f"{_collection(train)}-{key.hexdigest()[:16]}"
+
+
+def _relevance(log_runtimes: np.ndarray) -> np.ndarray:
+    """Integer grades for LambdaRank from one graph's runtimes: the fastest config gets the
+    top grade, the slowest 0, evenly by rank in between."""
+    ranks = np.argsort(np.argsort(log_runtimes, kind="stable"), kind="stable")
+    top = RELEVANCE_LEVELS - 1
+    return np.rint(top * (1 - ranks / max(len(ranks) - 1, 1))).astype(np.int64)
 
 
 def _collection(train: Dataset) -> str:

@@ -1,7 +1,9 @@
 """`hlotune opt`: GO-style placement, scheduling and fusion on the SIMULATED machine.
 
-    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--json]
+    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--budget S]
+                                    [--json]
     hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
+                      [--architecture summary|recurrent] [--curriculum]
 
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
 hlotune.opt.device); every step time printed is the simulator's, not a measurement.
@@ -12,6 +14,7 @@ graphs for 2, 4 and 8 devices and every task: see its config.json); a folder of 
 for --iterations PPO iterations (DEFAULT_ITERATIONS by default: 5 to 15 s for zoo graphs of 170
 to 750 ops on one CPU thread), and that training counts in the reported search time. With
 --policy the policy is applied zero-shot, or fine-tuned on the graph for --iterations first.
+--budget adds policy-guided hill climbing after the sampling (hlotune.opt.local_search).
 
 With --json the last line is one JSON object per graph: {"graph", "devices", "tasks",
 "simulated": true, "results": {policy, human, metis, hdp, random: step seconds or null},
@@ -72,6 +75,9 @@ def add_commands(subparsers) -> None:
                              f"{DEFAULT_ITERATIONS} without --policy, 0 with it)")
         command.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="K",
                              help=f"assignments the search samples (default {DEFAULT_SAMPLES})")
+        command.add_argument("--budget", type=float, default=0.0, metavar="SECONDS",
+                             help="after sampling, hill-climb from the best assignment until "
+                             "SECONDS of search have passed (default 0: sampling only)")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print one JSON object last")
         command.set_defaults(run=optimise, opt_task=task)
@@ -90,6 +96,11 @@ def add_commands(subparsers) -> None:
     train.add_argument("--out", type=Path, required=True, metavar="DIR")
     train.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="I",
                        help=f"PPO iterations per problem (default {DEFAULT_ITERATIONS})")
+    train.add_argument("--architecture", default="summary", metavar="NAME",
+                       help="the policy's attention: summary (default) or recurrent (GO's "
+                       "segment recurrence, with a layer per task)")
+    train.add_argument("--curriculum", action="store_true",
+                       help="start on the smallest graphs and take in larger ones")
     train.add_argument("--seed", type=int, default=0)
     train.set_defaults(run=train_policy)
 
@@ -102,7 +113,7 @@ def optimise(args: argparse.Namespace) -> int:
     from hlotune.opt.report import compare, format_table
 
     _check_devices([args.devices])
-    _check_counts(iterations=args.iterations or 0, samples=args.samples)
+    _check_counts(iterations=args.iterations or 0, samples=args.samples, budget=args.budget)
     task = args.opt_task
     iterations = args.iterations
     if args.policy is None:
@@ -124,7 +135,7 @@ def optimise(args: argparse.Namespace) -> int:
         start = time.perf_counter()
         if iterations:
             train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed))
-        found = search(policy, problem, args.samples, args.seed)
+        found = search(policy, problem, args.samples, args.seed, budget_s=args.budget)
         comparisons.append(compare(problem, found, time.perf_counter() - start, args.seed))
     print(format_table(comparisons))
     if args.json:
@@ -136,7 +147,7 @@ def optimise(args: argparse.Namespace) -> int:
 def train_policy(args: argparse.Namespace) -> int:
     """`opt train`: one policy, PPO over every program x devices x task set, saved to --out."""
     from hlotune.opt.device import DeviceModel
-    from hlotune.opt.policy import GOPolicy, task_set
+    from hlotune.opt.policy import GOPolicy, PolicyConfig, task_set
     from hlotune.opt.ppo import PPOConfig, Problem, train
 
     _check_devices(args.devices)
@@ -149,7 +160,7 @@ def train_policy(args: argparse.Namespace) -> int:
         for n in args.devices
         for tasks in task_sets
     ]
-    policy = GOPolicy(seed=args.seed)
+    policy = GOPolicy(PolicyConfig(architecture=args.architecture), seed=args.seed)
     rounds = args.iterations
     report_every = len(problems) * max(1, rounds // 10)
     rewards: list[float] = []
@@ -162,7 +173,8 @@ def train_policy(args: argparse.Namespace) -> int:
                   f"{sum(last_round) / len(last_round):+.4f} (simulated)", flush=True)
 
     start = time.perf_counter()
-    config = PPOConfig(iterations=rounds * len(problems), seed=args.seed)
+    config = PPOConfig(iterations=rounds * len(problems), seed=args.seed,
+                       curriculum=args.curriculum)
     logs = train(policy, problems, config, progress)
     policy.save(args.out, training={
         "programs": list(args.programs),
@@ -171,12 +183,27 @@ def train_policy(args: argparse.Namespace) -> int:
         "problems": [p.name for p in problems],
         "iterations": config.iterations,
         "seed": args.seed,
+        "curriculum": args.curriculum,
         "final_mean_reward": {log.problem: log.mean_reward for log in logs[-len(problems):]},
+        "curve": learning_curve(logs, len(problems)),
         "train_s": time.perf_counter() - start,
     })
     print(f"trained on {len(problems)} problems for {config.iterations} iterations in "
           f"{time.perf_counter() - start:.1f} s -> {args.out}")
     return 0
+
+
+def learning_curve(logs, per_round: int) -> dict[str, list[float]]:
+    """Mean sampled reward per task set and round of `per_round` iterations (simulated): the
+    learning curve a policy folder keeps (docs/img/go_learning_curves.png plots it)."""
+    curve: dict[str, list[float]] = {}
+    for begin in range(0, len(logs), per_round):
+        by_tasks: dict[str, list[float]] = {}
+        for log in logs[begin:begin + per_round]:
+            by_tasks.setdefault(log.problem.rsplit(" ", 1)[-1], []).append(log.mean_reward)
+        for tasks, rewards in by_tasks.items():
+            curve.setdefault(tasks, []).append(round(sum(rewards) / len(rewards), 5))
+    return curve
 
 
 def load_graphs(source: str) -> list[tuple[str, OpGraph]]:
@@ -208,7 +235,7 @@ def _check_devices(counts: list[int]) -> None:
         raise HlotuneError(f"--devices must be at least 1, got {bad[0]}")
 
 
-def _check_counts(**counts: int) -> None:
+def _check_counts(**counts: float) -> None:
     for name, value in counts.items():
         if value < 0:
             raise HlotuneError(f"--{name} must not be negative, got {value}")

@@ -14,7 +14,7 @@ from hlotune.opt.commands import load_graphs
 from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel
 from hlotune.opt.local_search import hill_climb
-from hlotune.opt.policy import GOPolicy
+from hlotune.opt.policy import ActionDistribution, GOPolicy
 from hlotune.opt.ppo import PPOConfig, Problem, search, train
 from hlotune.opt.simulator import simulate
 
@@ -44,6 +44,19 @@ def test_hill_climb_keeps_only_moves_that_are_no_slower_and_improves_on_sampling
     group = problem.inputs.group.numpy()  # moves relocate whole placement groups
     for g in np.unique(group):
         assert len(set(climb.arrays["placement"][group == g].tolist())) == 1
+
+
+def test_hill_climb_skips_empty_placement_groups(transformer):
+    """METIS may leave a part empty: group ids with no ops are never moved."""
+    problem = Problem.make(transformer, DeviceModel.uniform(2), "place")
+    group = problem.inputs.group * 2  # every odd group id is empty
+    actions = ActionDistribution(torch.zeros(int(group.max()) + 1, 2), None, torch.zeros(()),
+                                 None, group)
+    start = {"placement": np.zeros(transformer.num_ops, dtype=np.int64), "priority": None,
+             "fuse": None}
+    reward = problem.reward(problem.simulate(**start))
+    climb = hill_climb(problem, actions, start, reward, budget_s=60.0, max_moves=20)
+    assert climb.moves == 20 and climb.reward >= reward
 
 
 def test_search_budget_buys_hill_climbing_for_every_task(transformer):

@@ -44,13 +44,14 @@ def hill_climb(problem, actions: ActionDistribution, arrays: dict, reward: float
     generator = torch.Generator().manual_seed(seed)
     group = actions.group.numpy()
     members = [np.flatnonzero(group == g) for g in range(int(group.max(initial=-1)) + 1)]
+    movable = [g for g, ops in enumerate(members) if len(ops)]  # METIS may leave a part empty
     probs = None if actions.place_logits is None else actions.place_logits.softmax(-1).numpy()
     links = _group_bytes(problem.graph, group, len(members))
     deadline = time.perf_counter() + budget_s
     current = {k: None if v is None else v.copy() for k, v in arrays.items()}
     moves = kept = 0
-    while members and time.perf_counter() < deadline and (max_moves is None or moves < max_moves):
-        g = int(rng.integers(len(members)))
+    while movable and time.perf_counter() < deadline and (max_moves is None or moves < max_moves):
+        g = movable[rng.integers(len(movable))]
         candidate = _move(current, members, g, probs, links, actions, rng, generator)
         value = problem.reward(problem.simulate(**candidate))
         moves += 1

@@ -90,7 +90,10 @@ class FuseRow:
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     torch.set_num_threads(1)
-    policy, _ = GOPolicy.load(policy_folder(args.policy))
+    # "untrained" (random initial weights) is the control: what the search finds without
+    # anything learned.
+    policy = (GOPolicy(seed=0) if args.policy == "untrained"
+              else GOPolicy.load(policy_folder(args.policy))[0])
     graphs = {spec: load_graphs(spec)[0][1] for spec in dict.fromkeys(args.graphs + args.fusion)}
     # torch's first forward pass pays one-off set-up; keep it out of the first row's timing.
     search(policy, Problem.make(next(iter(graphs.values())), DeviceModel.uniform(2), ["place"]), 1)
@@ -263,7 +266,8 @@ def _md(cells, header: bool = False) -> str:
 def _parser() -> argparse.ArgumentParser:
     specs = lambda text: [x for x in text.split(",") if x]  # noqa: E731
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--policy", default="pretrained", help="a policy folder or 'pretrained'")
+    parser.add_argument("--policy", default="pretrained",
+                        help="a policy folder, 'pretrained' or 'untrained' (random weights)")
     parser.add_argument("--devices", type=lambda t: [int(x) for x in specs(t)], default=[2, 4, 8])
     parser.add_argument("--graphs", type=specs, default=list(HELD_OUT))
     parser.add_argument("--fusion", type=specs, default=list(FUSION), help="graphs to fuse")

@@ -139,6 +139,9 @@ def test_opt_train_then_zero_shot_on_an_unseen_graph(tmp_path, capsys):
     (["place", "missing.hlo", "--devices", "2"], "no such file"),
     (["place", "zoo:mlp@tiny", "--devices", "2", "--policy", "no/such/dir"],
      "no such policy folder"),
+    (["place", "zoo:mlp@tiny", "--devices", "2", "--budget", "-1"], "--budget must not be"),
+    (["train", "--programs", "zoo:mlp@tiny", "--devices", "2", "--out", "x",
+      "--architecture", "lstm"], "architecture must be one of"),
 ])
 def test_bad_input_is_a_user_error(argv, message):
     with pytest.raises(HlotuneError, match=message):

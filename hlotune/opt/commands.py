@@ -153,6 +153,7 @@ def train_policy(args: argparse.Namespace) -> int:
     _check_devices(args.devices)
     _check_counts(iterations=args.iterations)
     task_sets = ["+".join(task_set(text)) for text in args.tasks]
+    policy = GOPolicy(PolicyConfig(architecture=args.architecture), seed=args.seed)
     problems = [
         Problem.make(graph, DeviceModel.uniform(n), tasks, name=f"{name} N={n} {tasks}")
         for spec in args.programs
@@ -160,7 +161,6 @@ def train_policy(args: argparse.Namespace) -> int:
         for n in args.devices
         for tasks in task_sets
     ]
-    policy = GOPolicy(PolicyConfig(architecture=args.architecture), seed=args.seed)
     rounds = args.iterations
     report_every = len(problems) * max(1, rounds // 10)
     rewards: list[float] = []

@@ -15,6 +15,7 @@ one (RNNLM large, and NMT large as a training step), and four unseen zoo archite
     python benchmarks/opt_go_bench.py [--policy pretrained] [--devices 2,4,8] [--seeds 0,1,2]
                                       [--graphs SPEC,...] [--fusion SPEC,...] [--no-finetune]
                                       [--json]
+    python benchmarks/opt_go_bench.py --ablation LABEL=OUTPUT_OF_A_JSON_RUN ...
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ class FuseRow:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
+    if args.ablation:
+        print(ablation_table(dict(_labelled_rows(item) for item in args.ablation)))
+        return
     torch.set_num_threads(1)
     # "untrained" (random initial weights) is the control: what the search finds without
     # anything learned.
@@ -235,6 +239,32 @@ def _best(row: PlaceRow) -> float:
     return min(row.ms[m] for m in PLACERS)
 
 
+def ablation_table(runs: dict[str, list[PlaceRow]]) -> str:
+    """Per run (a policy) and policy mode, the geomean speedup over the best baseline per
+    graph and over HDP, for each device count (seed 0's rows, or the first seed's)."""
+    counts = sorted({r.devices for rows in runs.values() for r in rows})
+    header = ["policy", "mode", *(f"N={n} vs best / vs HDP" for n in counts)]
+    lines = [_md(header, header=True)]
+    for label, rows in runs.items():
+        first = [r for r in rows if r.seed == rows[0].seed]
+        for mode in (m for m in POLICIES if m in first[0].ms):
+            cells = []
+            for n in counts:
+                part = [r for r in first if r.devices == n]
+                best = geomean(_best(r) / r.ms[mode] for r in part)
+                hdp = geomean(r.speedup(mode, "hdp") for r in part)
+                cells.append(f"{best:.3f}x / {hdp:.3f}x")
+            lines.append(_md([label, mode.replace("_", "-"), *cells]))
+    return "\n".join(lines)
+
+
+def _labelled_rows(item: str) -> tuple[str, list[PlaceRow]]:
+    """LABEL=FILE, FILE holding this script's --json output (its last line)."""
+    label, _, path = item.partition("=")
+    document = json.loads(Path(path).read_text().strip().splitlines()[-1])
+    return label, [PlaceRow(**row) for row in document["place"]]
+
+
 def fuse_table(rows: list[FuseRow]) -> str:
     methods = ("none", "greedy", "random", "zero_shot", "finetuned")
     header = ["graph", "ops", "N", *(f"{m} ms (fused)" for m in methods), "tuned vs greedy"]
@@ -279,6 +309,9 @@ def _parser() -> argparse.ArgumentParser:
                         help="PPO iterations of fine-tuning per fusion graph")
     parser.add_argument("--samples", type=int, default=64, help="assignments each search samples")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    parser.add_argument("--ablation", nargs="+", metavar="LABEL=FILE",
+                        help="print the ablation table of earlier --json runs (FILE: their "
+                        "output) instead of running")
     return parser
 
 

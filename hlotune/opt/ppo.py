@@ -18,7 +18,8 @@ of ops, whose joint ratio would leave the clip range at the first step.
 Search samples K assignments (and the greedy one) and keeps the fastest by the simulator, then
 may hill-climb from it for a time budget (hlotune.opt.local_search).
 Everything is seeded: the same policy, problems and seed give the same results on the same
-number of torch threads.
+number of torch threads (time budgets aside: they end a search or a training where the clock
+says).
 """
 
 from __future__ import annotations

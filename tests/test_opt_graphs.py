@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from hlotune.errors import HlotuneError
-from hlotune.opt.baselines import greedy_fusion
+from hlotune.opt.baselines import greedy_fusion, metis_placement, random_placement
 from hlotune.opt.commands import PRETRAINED_DIR, load_graphs, policy_folder
 from hlotune.opt.device import DeviceModel
 from hlotune.opt.graphs import GO_WORKLOADS, load_go_program
@@ -90,3 +90,14 @@ def test_pretrained_fusion_head_gives_valid_scored_fuse_bits(pretrained, unseen)
     greedy = problem.simulate(fuse=greedy_fusion(unseen, problem.fixed_placement))
     assert found.result.step_time_s < problem.default_step_time_s  # faster than no fusion
     assert found.result.step_time_s > 0 and greedy.step_time_s > 0
+
+
+def test_pretrained_policy_beats_random_and_metis_on_an_unseen_graph(pretrained, unseen):
+    """Zero-shot (no training on the graph, a few samples) the shipped policy places an
+    architecture it never saw faster than METIS and random placement (simulated)."""
+    for n in (2, 4):
+        problem = Problem.make(unseen, DeviceModel.uniform(n), "place")
+        found = search(pretrained, problem, samples=16, seed=0)
+        for baseline in (metis_placement(unseen, problem.devices),
+                         random_placement(unseen, problem.devices, seed=0)):
+            assert found.result.step_time_s < problem.simulate(baseline).step_time_s

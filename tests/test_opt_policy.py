@@ -146,7 +146,50 @@ def test_opt_train_then_zero_shot_on_an_unseen_graph(tmp_path, capsys):
     (["place", "missing.hlo", "--devices", "2"], "no such file"),
     (["place", "zoo:mlp@tiny", "--devices", "2", "--policy", "no/such/dir"],
      "no such policy folder"),
+    (["place", "zoo:mlp@tiny", "--devices", "2", "--budget", "-1"], "--budget must not be"),
+    (["train", "--programs", "zoo:mlp@tiny", "--devices", "2", "--out", "x",
+      "--architecture", "lstm"], "architecture must be one of"),
 ])
 def test_bad_input_is_a_user_error(argv, message):
     with pytest.raises(HlotuneError, match=message):
         opt(*argv)
+
+
+def test_recurrent_architecture_serves_every_task_and_round_trips(transformer, tmp_path):
+    """GO's policy in full (segment recurrence, a layer per task) behind one config switch."""
+    config = PolicyConfig(segment=16, architecture="recurrent")
+    policy = GOPolicy(config, seed=2)
+    assert set(policy.task_attention) == {"place", "schedule", "fuse"}
+    assert not GOPolicy(PolicyConfig(segment=16)).task_attention  # today's policy: none
+    problem = Problem.make(transformer, DeviceModel.uniform(4), "place+schedule+fuse")
+    logs = train(policy, [problem], PPOConfig(iterations=2, samples=4, epochs=1, seed=0))
+    assert all(np.isfinite(log.mean_reward) for log in logs)
+    policy.save(tmp_path / "go", training={})
+    loaded, _ = GOPolicy.load(tmp_path / "go")
+    assert loaded.config == config
+    expected, found = (search(model, problem, samples=4, seed=1) for model in (policy, loaded))
+    np.testing.assert_array_equal(found.placement, expected.placement)
+    with pytest.raises(HlotuneError, match="architecture must be one of"):
+        PolicyConfig(architecture="lstm")
+
+
+def test_opt_place_json_on_a_program_file_it_never_saw(tmp_path, capsys):
+    """`hlotune opt place FILE.py:FACTORY --devices 4 --json` with the shipped policy: all five
+    results, each a simulated step time."""
+    source = tmp_path / "two_towers.py"
+    source.write_text(
+        "import jax.numpy as jnp\n"
+        "import jax\n\n"
+        "def build():\n"
+        "    def fn(x, w1, w2):\n"
+        "        left = jnp.tanh(x @ w1) @ w2\n"
+        "        right = jax.nn.relu(x @ w2.T) @ w1.T\n"
+        "        return (left * right).sum()\n"
+        "    x = jnp.ones((64, 128))\n"
+        "    return fn, (x, jnp.ones((128, 256)), jnp.ones((256, 128)))\n")
+    assert opt("place", f"{source}:build", "--devices", "4", "--policy", "pretrained",
+               "--samples", "4", "--json") == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["devices"] == 4 and result["simulated"] is True
+    assert list(result["results"]) == ["policy", "human", "metis", "hdp", "random"]
+    assert all(isinstance(v, float) and v > 0 for v in result["results"].values())

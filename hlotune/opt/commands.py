@@ -1,9 +1,9 @@
 """`hlotune opt`: GO-style placement, scheduling and fusion on the SIMULATED machine.
 
-    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--json] [--quiet]
-                                    [--trace OUT.json] [--plot OUT.png]
+    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--budget S]
+                                    [--json] [--quiet] [--trace OUT.json] [--plot OUT.png]
     hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
-                      [--json] [--quiet]
+                      [--architecture summary|recurrent] [--curriculum] [--json] [--quiet]
 
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
 hlotune.opt.device); every step time printed is the simulator's, not a measurement.
@@ -14,6 +14,7 @@ graphs for 2, 4 and 8 devices and every task: see its config.json); a folder of 
 for --iterations PPO iterations (DEFAULT_ITERATIONS by default: 5 to 15 s for zoo graphs of 170
 to 750 ops on one CPU thread), and that training counts in the reported search time. With
 --policy the policy is applied zero-shot, or fine-tuned on the graph for --iterations first.
+--budget adds policy-guided hill climbing after the sampling (hlotune.opt.local_search).
 
 With --json stdout holds one JSON object per graph and nothing else: {"graph", "devices", "tasks",
 "simulated": true, "results": {policy, human, metis, hdp, random: step seconds or null},
@@ -79,6 +80,9 @@ def add_commands(subparsers) -> None:
                              f"{DEFAULT_ITERATIONS} without --policy, 0 with it)")
         command.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="K",
                              help=f"assignments the search samples (default {DEFAULT_SAMPLES})")
+        command.add_argument("--budget", type=float, default=0.0, metavar="SECONDS",
+                             help="after sampling, hill-climb from the best assignment until "
+                             "SECONDS of search have passed (default 0: sampling only)")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print one JSON object per graph")
         command.add_argument("--trace", type=Path, metavar="OUT.json",
@@ -103,6 +107,11 @@ def add_commands(subparsers) -> None:
     train.add_argument("--out", type=Path, required=True, metavar="DIR")
     train.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="I",
                        help=f"PPO iterations per problem (default {DEFAULT_ITERATIONS})")
+    train.add_argument("--architecture", default="summary", metavar="NAME",
+                       help="the policy's attention: summary (default) or recurrent (GO's "
+                       "segment recurrence, with a layer per task)")
+    train.add_argument("--curriculum", action="store_true",
+                       help="start on the smallest graphs and take in larger ones")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     add_quiet(train)
@@ -118,7 +127,7 @@ def optimise(args: argparse.Namespace) -> int:
     from hlotune.opt.trace import numbered, write_schedule
 
     _check_devices([args.devices])
-    _check_counts(iterations=args.iterations or 0, samples=args.samples)
+    _check_counts(iterations=args.iterations or 0, samples=args.samples, budget=args.budget)
     task = args.opt_task
     iterations = args.iterations
     if args.policy is None:
@@ -144,7 +153,7 @@ def optimise(args: argparse.Namespace) -> int:
                               unit="it", leave=False) as bar:
                 train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed),
                       lambda log: _advance(bar, log))
-        found = search(policy, problem, args.samples, args.seed)
+        found = search(policy, problem, args.samples, args.seed, budget_s=args.budget)
         about = {"graph": name, "devices": args.devices, "task": task, "method": "policy"}
         write_schedule(graph, devices, found.result, about, numbered(args.trace, index, len(graphs)),
                        numbered(args.plot, index, len(graphs)))
@@ -165,12 +174,13 @@ def _advance(bar, log) -> None:
 def train_policy(args: argparse.Namespace) -> int:
     """`opt train`: one policy, PPO over every program x devices x task set, saved to --out."""
     from hlotune.opt.device import DeviceModel
-    from hlotune.opt.policy import GOPolicy, task_set
+    from hlotune.opt.policy import GOPolicy, PolicyConfig, task_set
     from hlotune.opt.ppo import PPOConfig, Problem, train
 
     _check_devices(args.devices)
     _check_counts(iterations=args.iterations)
     task_sets = ["+".join(task_set(text)) for text in args.tasks]
+    policy = GOPolicy(PolicyConfig(architecture=args.architecture), seed=args.seed)
     problems = [
         Problem.make(graph, DeviceModel.uniform(n), tasks, name=f"{name} N={n} {tasks}")
         for spec in args.programs
@@ -178,7 +188,6 @@ def train_policy(args: argparse.Namespace) -> int:
         for n in args.devices
         for tasks in task_sets
     ]
-    policy = GOPolicy(seed=args.seed)
     rounds = args.iterations
     report_every = len(problems) * max(1, rounds // 10)
     rewards: list[float] = []
@@ -191,7 +200,8 @@ def train_policy(args: argparse.Namespace) -> int:
                  f"{sum(last_round) / len(last_round):+.4f} (simulated)", show=not args.quiet)
 
     start = time.perf_counter()
-    config = PPOConfig(iterations=rounds * len(problems), seed=args.seed)
+    config = PPOConfig(iterations=rounds * len(problems), seed=args.seed,
+                       curriculum=args.curriculum)
     logs = train(policy, problems, config, progress)
     summary = {
         "programs": list(args.programs),
@@ -200,7 +210,9 @@ def train_policy(args: argparse.Namespace) -> int:
         "problems": [p.name for p in problems],
         "iterations": config.iterations,
         "seed": args.seed,
+        "curriculum": args.curriculum,
         "final_mean_reward": {log.problem: log.mean_reward for log in logs[-len(problems):]},
+        "curve": learning_curve(logs, len(problems)),
         "train_s": time.perf_counter() - start,
     }
     policy.save(args.out, training=summary)
@@ -210,6 +222,19 @@ def train_policy(args: argparse.Namespace) -> int:
         print(f"trained on {len(problems)} problems for {config.iterations} iterations in "
               f"{summary['train_s']:.1f} s -> {args.out}")
     return 0
+
+
+def learning_curve(logs, per_round: int) -> dict[str, list[float]]:
+    """Mean sampled reward per task set and round of `per_round` iterations (simulated): the
+    learning curve a policy folder keeps (docs/img/go_learning_curves.png plots it)."""
+    curve: dict[str, list[float]] = {}
+    for begin in range(0, len(logs), per_round):
+        by_tasks: dict[str, list[float]] = {}
+        for log in logs[begin:begin + per_round]:
+            by_tasks.setdefault(log.problem.rsplit(" ", 1)[-1], []).append(log.mean_reward)
+        for tasks, rewards in by_tasks.items():
+            curve.setdefault(tasks, []).append(round(sum(rewards) / len(rewards), 5))
+    return curve
 
 
 def load_graphs(source: str) -> list[tuple[str, OpGraph]]:
@@ -241,7 +266,7 @@ def _check_devices(counts: list[int]) -> None:
         raise HlotuneError(f"--devices must be at least 1, got {bad[0]}")
 
 
-def _check_counts(**counts: int) -> None:
+def _check_counts(**counts: float) -> None:
     for name, value in counts.items():
         if value < 0:
             raise HlotuneError(f"--{name} must not be negative, got {value}")

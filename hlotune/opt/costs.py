@@ -92,6 +92,24 @@ class OpGraph:
             devices,
         )
 
+    def step_time_bound(self, devices: DeviceModel) -> float:
+        """Seconds no placement, schedule or link can beat without fusion: the longer of the
+        critical path and the work spread evenly over the devices, each op at its fastest
+        device's time (the headroom a table's numbers have; transfers only add to it)."""
+        fastest = self.seconds(devices).min(axis=1)
+        finish = fastest.copy()
+        src, dst = self.edge_src, self.edge_dst
+        by_level = np.argsort(self.depth[dst], kind="stable")
+        src, dst = src[by_level], dst[by_level]
+        levels = self.depth[dst]
+        for level in np.unique(levels):  # producers sit at lower levels: already final
+            chosen = levels == level
+            ready = np.zeros(self.num_ops)
+            np.maximum.at(ready, dst[chosen], finish[src[chosen]])
+            at = self.depth == level
+            finish[at] = ready[at] + fastest[at]
+        return float(max(finish.max(initial=0.0), fastest.sum() / devices.num_devices))
+
     @classmethod
     def from_edges(cls, flops, out_bytes, edges, *, name: str = "ops") -> OpGraph:
         """A graph of plain kernels: each reads its producers' outputs and writes `out_bytes`.

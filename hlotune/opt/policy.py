@@ -5,12 +5,16 @@
     long range        attention along the topological order, segment by segment
     graph adaptation  FiLM: a graph embedding scales and shifts every layer's features
     heads             placement (a device per group of ops), scheduling (a priority per op),
-                      fusion (a bit per op), plus a value estimate of the graph for PPO's baseline
+                      fusion (a bit per op), plus a value estimate of the graph for PPO
 
 Attention over every pair of ops would cost O(n^2); instead the topological order is cut into
-segments: ops attend to the ops of their own segment, and segment summaries attend to each
-other, so information crosses the whole graph at O(n * segment + (n / segment)^2). Order reaches
-attention through the segmentation and the depth and position features.
+segments. PolicyConfig.architecture chooses how segments share information: "summary" (ops
+attend to their own segment, and segment summaries to each other: O(n * segment +
+(n / segment)^2)), or "recurrent", GO's in full: Transformer-XL-style recurrence (a segment
+attends to itself, to the previous segment's states and to GRU memories carried forward and
+backward over all segments), with one more such layer per task before its head, as GO's
+multi-task network has. Order reaches attention through the segmentation and the depth and
+position features.
 
 Placement is decided per group of ops, as in HDP (Mirhoseini et al. 2018): the graph is cut by
 METIS into up to PLACEMENT_GROUPS groups of balanced cost and few bytes cut, and each group's
@@ -81,6 +85,9 @@ def task_set(names) -> tuple[str, ...]:
     return tuple(task for task in TASKS if task in chosen)
 
 
+ARCHITECTURES = ("summary", "recurrent")
+
+
 @dataclass(frozen=True)
 class PolicyConfig:
     hidden: int = 64
@@ -88,11 +95,19 @@ class PolicyConfig:
     segment: int = 64  # ops per attention segment
     heads: int = 4
     max_devices: int = 16  # rows of the device-index embedding
+    # "summary": one attention over the order, within segments and across segment summaries,
+    # shared by the heads. "recurrent": GO's in full, Transformer-XL-style segment recurrence
+    # (RecurrentAttention) in the trunk and one more such layer per task before its head.
+    architecture: str = "summary"
 
     def __post_init__(self) -> None:
         values = asdict(self)
-        if not all(type(v) is int and v > 0 for v in values.values()):
-            raise HlotuneError(f"policy settings must be positive integers, got {values}")
+        sizes = {k: v for k, v in values.items() if k != "architecture"}
+        if not all(type(v) is int and v > 0 for v in sizes.values()):
+            raise HlotuneError(f"policy settings must be positive integers, got {sizes}")
+        if self.architecture not in ARCHITECTURES:
+            raise HlotuneError(f"policy architecture must be one of {', '.join(ARCHITECTURES)}, "
+                               f"got {self.architecture!r}")
         if self.hidden % self.heads:
             raise HlotuneError(f"hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
 
@@ -249,6 +264,53 @@ class SegmentAttention(nn.Module):
         return torch.empty_like(out).index_copy_(0, order, out)
 
 
+class RecurrentAttention(nn.Module):
+    """Transformer-XL-style attention along the topological order (GO's "segment-level
+    recurrence"): the order is cut into segments, and each segment's ops attend to their own
+    segment, to the previous segment's states (the memory, gradient stopped as in
+    Transformer-XL) and to two carried memories, a GRU run forward and one run backward over
+    the segments' mean embeddings, which bring what came before and after the neighbours.
+    Segments are computed in parallel (each reads its predecessor's input states), so a graph
+    of 30k ops costs about n * 3 * segment + a GRU over n / segment steps."""
+
+    def __init__(self, dim: int, heads: int, segment: int):
+        super().__init__()
+        self.segment = segment
+        self.carry = nn.GRU(dim, dim, batch_first=True, bidirectional=True)
+        self.norm = nn.LayerNorm(dim)
+        self.attend = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.feed = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, 2 * dim), nn.ReLU(),
+                                  nn.Linear(2 * dim, dim))
+
+    def forward(self, h: Tensor, order: Tensor) -> Tensor:
+        n, dim = h.shape
+        segments = -(-n // self.segment)
+        padded = segments * self.segment
+        x = torch.cat([h[order], h.new_zeros(padded - n, dim)]).view(segments, self.segment, dim)
+        valid = (torch.arange(padded) < n).view(segments, self.segment)
+        x = self.norm(x)
+        weight = valid.unsqueeze(-1).to(h.dtype)
+        summary = (x * weight).sum(1) / weight.sum(1)  # (segments, dim)
+        carried = _carried_memories(self.carry(summary.unsqueeze(0))[0].squeeze(0))
+        memory = torch.cat([x.new_zeros(1, self.segment, dim), x[:-1]]).detach()
+        memory_valid = torch.cat([valid.new_zeros(1, self.segment), valid[:-1]])
+        keys = torch.cat([memory, carried, x], dim=1)
+        key_valid = torch.cat([memory_valid, valid.new_ones(segments, 2), valid], dim=1)
+        attended = self.attend(x, keys, keys, key_padding_mask=~key_valid, need_weights=False)[0]
+        out = x + attended
+        out = (out + self.feed(out)).reshape(padded, dim)[:n]
+        return h + torch.empty_like(out).index_copy_(0, order, out)
+
+
+def _carried_memories(states: Tensor) -> Tensor:
+    """(segments, 2, dim) from a bidirectional GRU's (segments, 2 * dim) states: for each
+    segment, the forward state after the segments before it and the backward state after
+    those behind it (zeros at the ends)."""
+    forward, backward = states.chunk(2, dim=-1)
+    zero = states.new_zeros(1, forward.shape[1])
+    return torch.stack([torch.cat([zero, forward[:-1]]), torch.cat([backward[1:], zero])], dim=1)
+
+
 def _block(dim: int, heads: int) -> nn.TransformerEncoderLayer:
     return nn.TransformerEncoderLayer(dim, heads, 2 * dim, dropout=0.0, batch_first=True,
                                       norm_first=True)
@@ -275,7 +337,13 @@ class GOPolicy(nn.Module):
         nn.init.zeros_(self.film.weight)
         nn.init.zeros_(self.film.bias)
         self.convs = nn.ModuleList(BidirectionalSAGEConv(d) for _ in range(config.sage_layers))
-        self.attention = SegmentAttention(d, config.heads, config.segment)
+        recurrent = config.architecture == "recurrent"
+        attention = RecurrentAttention if recurrent else SegmentAttention
+        self.attention = attention(d, config.heads, config.segment)
+        # GO's multi-task network: a recurrent attention layer of its own before each head.
+        self.task_attention = nn.ModuleDict(
+            {task: RecurrentAttention(d, config.heads, config.segment) for task in TASKS}
+            if recurrent else {})
         self.device_index = nn.Embedding(config.max_devices, d)
         self.device_features = nn.Linear(len(DEVICE_FEATURES), d)
         self.place_query = nn.Linear(d, d)
@@ -302,17 +370,22 @@ class GOPolicy(nn.Module):
         device = self.device_index.weight[:n_devices] + self.device_features(device_inputs)
         place_logits = priority = fuse = None
         if "place" in tasks:
-            groups = _group_mean(h, graph)
+            groups = _group_mean(self._task_states("place", h, graph), graph)
             place_logits = self.place_query(groups) @ device.T / math.sqrt(h.shape[1])
         if "schedule" in tasks:
-            priority = self.priority(h).squeeze(-1)
+            priority = self.priority(self._task_states("schedule", h, graph)).squeeze(-1)
         if "fuse" in tasks:
-            fuse = self.fuse(h).squeeze(-1)
+            fuse = self.fuse(self._task_states("fuse", h, graph)).squeeze(-1)
         task_bits = torch.tensor([float(task in tasks) for task in TASKS])
         value = self.value(torch.cat([_pool(h), device.mean(0), task_bits])).squeeze(-1)
         return PolicyOutput(
             ActionDistribution(place_logits, priority, self.priority_log_std, fuse, graph.group),
             value)
+
+    def _task_states(self, task: str, h: Tensor, graph: GraphTensors) -> Tensor:
+        """The trunk's states as `task`'s head reads them (through its own layer, if any)."""
+        layer = self.task_attention[task] if task in self.task_attention else None
+        return h if layer is None else layer(h, graph.order)
 
     def save(self, folder: str | Path, training: dict) -> None:
         """Write the checkpoint folder; `training` (JSON) records what it was trained on."""

@@ -23,6 +23,13 @@ def zoo_variants(name: str) -> list[str]:
     return _variants(WORKLOADS[name])
 
 
+def corpus_variants(name: str) -> list[str]:
+    """The variants of a corpus model (any `-bN` works too)."""
+    from hlotune.programs.corpus import CORPUS
+
+    return _variants(CORPUS[name])
+
+
 @dataclass(frozen=True)
 class WorkloadVariant:
     """A `PREFIX NAME[@SIZE[-bBATCH][-train][-bf16]]` spec resolved against a table of workloads."""

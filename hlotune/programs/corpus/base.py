@@ -70,5 +70,8 @@ class CorpusModel:
 
 def _to_bf16(tree):
     """Float leaves in bfloat16; integers (token ids, labels) stay as they are."""
-    cast = lambda a: a.astype(jnp.bfloat16) if jnp.issubdtype(a.dtype, jnp.floating) else a  # noqa: E731
-    return jax.tree_util.tree_map(cast, tree)
+    return jax.tree_util.tree_map(_leaf_to_bf16, tree)
+
+
+def _leaf_to_bf16(a: jax.Array) -> jax.Array:
+    return a.astype(jnp.bfloat16) if jnp.issubdtype(a.dtype, jnp.floating) else a

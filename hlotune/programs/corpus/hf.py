@@ -79,8 +79,21 @@ def _llama(s, **extra) -> dict:
                  max_position_embeddings=positions) | extra
 
 
-def _ids(key, s, length="seq"):
-    return jax.random.randint(key, (s["batch"], s[length]), 1, s["vocab"])
+def _gpt2(s, **extra) -> dict:
+    return dict(vocab_size=s["vocab"], n_embd=s["hidden"], n_layer=s["layers"],
+                n_head=s["heads"], n_positions=s["seq"]) | extra
+
+
+def _gpt_neo(s) -> dict:
+    """Global and local attention layers in turn, the local window half the sequence."""
+    return dict(vocab_size=s["vocab"], hidden_size=s["hidden"], num_layers=s["layers"],
+                num_heads=s["heads"], max_position_embeddings=s["seq"],
+                attention_types=[[["global", "local"], s["layers"] // 2]],
+                window_size=s["seq"] // 2)
+
+
+def _ids(key, s):
+    return jax.random.randint(key, (s["batch"], s["seq"]), 1, s["vocab"])
 
 
 def _text(key, s) -> dict:
@@ -137,13 +150,6 @@ def _family(name: str, description: str, model_class: str, config_class: str, si
     return CorpusModel(f"hf-{name}", description, "transformers", sizes, build)
 
 
-_NEO = lambda s: dict(vocab_size=s["vocab"], hidden_size=s["hidden"], num_layers=s["layers"],  # noqa: E731
-                      num_heads=s["heads"], max_position_embeddings=s["seq"],
-                      attention_types=[[["global", "local"], s["layers"] // 2]],
-                      window_size=s["seq"] // 2)
-_GPT2 = lambda s, **extra: dict(vocab_size=s["vocab"], n_embd=s["hidden"], n_layer=s["layers"],  # noqa: E731
-                                n_head=s["heads"], n_positions=s["seq"]) | extra
-
 MODELS = [
     _family("bert", "BERT encoder, masked LM", "FlaxBertForMaskedLM", "BertConfig", TEXT, _bert, _text),
     _family("roberta", "RoBERTa encoder, masked LM", "FlaxRobertaForMaskedLM", "RobertaConfig",
@@ -159,11 +165,11 @@ MODELS = [
                            max_position_embeddings=s["seq"]), _text),
     _family("roformer", "RoFormer encoder (rotary positions), masked LM", "FlaxRoFormerForMaskedLM",
             "RoFormerConfig", TEXT, _bert, _text),
-    _family("gpt2", "GPT-2 decoder, causal LM", "FlaxGPT2LMHeadModel", "GPT2Config", TEXT, _GPT2, _text),
+    _family("gpt2", "GPT-2 decoder, causal LM", "FlaxGPT2LMHeadModel", "GPT2Config", TEXT, _gpt2, _text),
     _family("gpt-neo", "GPT-Neo decoder (global and local attention), causal LM",
-            "FlaxGPTNeoForCausalLM", "GPTNeoConfig", TEXT, _NEO, _text),
+            "FlaxGPTNeoForCausalLM", "GPTNeoConfig", TEXT, _gpt_neo, _text),
     _family("gpt-j", "GPT-J decoder (parallel blocks, rotary), causal LM", "FlaxGPTJForCausalLM",
-            "GPTJConfig", TEXT, lambda s: _GPT2(s, rotary_dim=s["hidden"] // s["heads"] // 2), _text),
+            "GPTJConfig", TEXT, lambda s: _gpt2(s, rotary_dim=s["hidden"] // s["heads"] // 2), _text),
     _family("opt", "OPT decoder, causal LM", "FlaxOPTForCausalLM", "OPTConfig", TEXT,
             lambda s: dict(vocab_size=s["vocab"], hidden_size=s["hidden"],
                            num_hidden_layers=s["layers"], num_attention_heads=s["heads"],

@@ -8,6 +8,9 @@ physics step has no loss and runs in f32: inference variants only.
 
 from __future__ import annotations
 
+import contextlib
+import io
+
 import jax
 
 from hlotune.extras import require
@@ -34,7 +37,8 @@ def scene(bodies: int) -> str:
 
 def _build(dtype, *, batch: int, bodies: int) -> Built:
     mujoco = require("mujoco", "corpus", "the corpus model mjx")
-    mjx = require("mujoco.mjx", "corpus", "the corpus model mjx")
+    with contextlib.redirect_stdout(io.StringIO()):  # MJX prints that its optional warp backend is absent
+        mjx = require("mujoco.mjx", "corpus", "the corpus model mjx")
     model = mjx.put_model(mujoco.MjModel.from_xml_string(scene(bodies)))
 
     def apply(params, data):

@@ -13,10 +13,10 @@ import jax.numpy as jnp
 from hlotune.extras import require
 from hlotune.programs.corpus.base import Built, CorpusModel
 
-SIZES = {  # cells**3 particles, all pairs (no neighbour list)
-    "tiny": dict(batch=1, cells=6, steps=4),
-    "small": dict(batch=1, cells=10, steps=8),
-    "base": dict(batch=2, cells=16, steps=8),
+SIZES = {  # cells**3 particles, all pairs (no neighbour list: time grows as particles**2)
+    "tiny": dict(batch=1, cells=5, steps=4),
+    "small": dict(batch=1, cells=7, steps=4),
+    "base": dict(batch=2, cells=8, steps=8),
 }
 DENSITY = 0.8  # particles per sigma**3: a Lennard-Jones liquid
 TEMPERATURE = 1.0

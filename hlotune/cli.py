@@ -185,12 +185,14 @@ def _add_predict(commands) -> None:
 
 
 def _add_zoo(commands) -> None:
-    zoo = commands.add_parser("zoo", help="the built-in JAX programs")
+    zoo = commands.add_parser("zoo", help="the built-in JAX programs and the corpus")
     zoo_commands = zoo.add_subparsers(title="zoo commands", required=True, metavar="COMMAND")
     zoo_list = zoo_commands.add_parser(
-        "list", help="list the workloads, their sizes and variants",
-        description="Every built-in workload with its sizes. A program is zoo:NAME@VARIANT, "
-        "VARIANT = SIZE[-bBATCH][-train]: e.g. zoo:resnet@small-b16-train.",
+        "list", help="list the zoo's and the corpus's programs, their sizes and variants",
+        description="Every built-in workload (zoo:NAME) and corpus model (corpus:NAME, real "
+        "models from maintained libraries, the extra [corpus]) with its source library, version "
+        "and sizes. A program is zoo:NAME@VARIANT or corpus:NAME@VARIANT, VARIANT = "
+        "SIZE[-bBATCH][-train][-bf16]: e.g. zoo:resnet@small-b16-train.",
     )
     zoo_list.add_argument("--json", action="store_true", help="one JSON object per workload")
     zoo_list.set_defaults(run=_zoo_list)
@@ -307,20 +309,32 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
+MISSING = 'not installed: pip install "hlotune[corpus]"'
+
+
 def _zoo_list(args: argparse.Namespace) -> int:
-    from hlotune.programs.zoo import zoo_variants
+    from importlib.metadata import version
+
+    from hlotune.programs.corpus import CORPUS
+    from hlotune.programs.zoo import corpus_variants, zoo_variants
     from hlotune.zoo import WORKLOADS
 
-    for name, workload in WORKLOADS.items():
+    rows = [("zoo", name, workload, "hlotune", version("hlotune"), zoo_variants(name))
+            for name, workload in WORKLOADS.items()]
+    rows += [("corpus", name, model, model.library, model.version, corpus_variants(name))
+             for name, model in CORPUS.items()]
+    for source, name, workload, library, installed, variants in rows:
         if args.json:
-            print(json.dumps({"name": name, "description": workload.description,
-                              "sizes": workload.sizes, "variants": zoo_variants(name)}))
+            print(json.dumps({"name": name, "source": source, "library": library,
+                              "version": installed, "description": workload.description,
+                              "sizes": workload.sizes, "variants": variants}))
             continue
-        print(f"zoo:{name:<12} {workload.description}")
+        print(f"{source}:{name:<16} {workload.description} [{library} {installed or MISSING}]")
         for size, shape in workload.sizes.items():
             print(f"    @{size:<6} " + ", ".join(f"{k}={v}" for k, v in shape.items()))
     if not args.json:
-        print("variants: SIZE[-bBATCH][-train], e.g. zoo:resnet@small-b16-train")
+        print("variants: SIZE[-bBATCH][-train][-bf16], e.g. zoo:resnet@small-b16-train, "
+              "corpus:hf-bert@base-b8-train-bf16 (-bf16: corpus models only)")
     return 0
 
 

@@ -31,6 +31,8 @@ def test_require_returns_the_module_or_names_the_extra():
     ("optuna", "optuna", ["tune", "zoo:mlp@tiny", "--strategy", "optuna", "--db", "{db}"]),
     ("ray", "ray", ["tune", "zoo:mlp@tiny", "--runner", "ray", "--db", "{db}"]),
     ("lightgbm", "gbdt", ["eval", "--model", "baseline:gbdt", "--data", "builtin:flags/valid"]),
+    ("transformers", "corpus", ["featurize", "corpus:hf-bert@tiny"]),
+    ("mujoco", "corpus", ["featurize", "corpus:mjx-bodies@tiny"]),
 ])
 def test_a_command_without_its_extra_fails_in_one_line(tmp_path, module, extra, argv):
     result = without(module, *(a.format(db=tmp_path / "t.sqlite") for a in argv))

@@ -1,7 +1,8 @@
-"""Programs by spec, one resolver per prefix: `zoo:NAME[@VARIANT]`, `export:PATH` and
-`path/to/file.py:FACTORY`.
+"""Programs by spec, one resolver per prefix: `zoo:NAME[@VARIANT]`, `corpus:NAME[@VARIANT]`,
+`export:PATH` and `path/to/file.py:FACTORY`.
 
-A zoo VARIANT is `SIZE[-bBATCH][-train]`: `small`, `small-b32`, `tiny-train`, `base-b1-train`.
+A VARIANT is `SIZE[-bBATCH][-train][-bf16]`: `small`, `small-b32`, `tiny-train`,
+`base-b1-train`; `-bf16` only for corpus models (the zoo's are f32).
 `FACTORY()` returns `(function, example_args)`; the user's code is imported as it is.
 `export:PATH` is a function saved with its example arguments by hlotune.programs.exported (how
 `hlotune.tune(fn, *args)` hands a bare function to the measurement worker).
@@ -12,13 +13,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hlotune.errors import HlotuneError
-from hlotune.programs.program import EXPORT_PREFIX, ZOO_PREFIX, Program
+from hlotune.programs.program import CORPUS_PREFIX, EXPORT_PREFIX, ZOO_PREFIX, Program
 
 
 def _load_zoo(spec: str) -> Program:
     from hlotune.programs.zoo import load_zoo_program
 
     return load_zoo_program(spec)
+
+
+def _load_corpus(spec: str) -> Program:
+    from hlotune.programs.corpus import load_corpus_program
+
+    return load_corpus_program(spec)
 
 
 def _load_exported(spec: str) -> Program:
@@ -30,6 +37,7 @@ def _load_exported(spec: str) -> Program:
 # Heavy resolvers are imported on first use: naming a program must not import jax.
 _RESOLVERS: dict[str, Callable[[str], Program]] = {
     ZOO_PREFIX: _load_zoo,
+    CORPUS_PREFIX: _load_corpus,
     EXPORT_PREFIX: _load_exported,
 }
 
@@ -51,8 +59,9 @@ def load_program(spec: str) -> Program:
 
         return load_file_program(spec)
     raise HlotuneError(
-        f"not a program spec: {spec!r} (expected zoo:NAME[@VARIANT], file.py:FACTORY or export:PATH)"
+        f"not a program spec: {spec!r} (expected zoo:NAME[@VARIANT], corpus:NAME[@VARIANT], "
+        "file.py:FACTORY or export:PATH)"
     )
 
 
-__all__ = ["EXPORT_PREFIX", "ZOO_PREFIX", "Program", "is_program_spec", "load_program"]
+__all__ = ["CORPUS_PREFIX", "EXPORT_PREFIX", "ZOO_PREFIX", "Program", "is_program_spec", "load_program"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ZOO_PREFIX = "zoo:"
+CORPUS_PREFIX = "corpus:"
 EXPORT_PREFIX = "export:"
 
 
@@ -18,10 +19,11 @@ class Program:
 
     @property
     def slug(self) -> str:
-        """A short file-name-safe name: `resnet@small-train`, `model_make` for model.py:make,
-        the file's stem for export:PATH."""
-        if self.name.startswith(ZOO_PREFIX):
-            return self.name.removeprefix(ZOO_PREFIX)
+        """A short file-name-safe name: `resnet@small-train`, `hf-bert@tiny` for corpus:hf-bert@tiny,
+        `model_make` for model.py:make, the file's stem for export:PATH."""
+        for prefix in (ZOO_PREFIX, CORPUS_PREFIX):
+            if self.name.startswith(prefix):
+                return self.name.removeprefix(prefix)
         if self.name.startswith(EXPORT_PREFIX):
             return Path(self.name.removeprefix(EXPORT_PREFIX)).stem
         path, _, factory = self.name.rpartition(":")

@@ -1,5 +1,6 @@
-"""`zoo:NAME[@SIZE[-bBATCH][-train]]`: the built-in workloads, and the variant grammar that
-GO's graphs (`go:`) share."""
+"""`zoo:NAME[@SIZE[-bBATCH][-train][-bf16]]`: the built-in workloads, and the variant grammar
+that GO's graphs (`go:`) and the corpus (`corpus:`) share. A workload offers `-train` where it
+has a loss (`trainable`) and `-bf16` where it runs in bfloat16 (`bf16`); the zoo's are f32."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs.program import ZOO_PREFIX, Program
 
 TRAIN_SUFFIX = "-train"
+BF16_SUFFIX = "-bf16"
 
 
 def zoo_variants(name: str) -> list[str]:
@@ -21,15 +23,23 @@ def zoo_variants(name: str) -> list[str]:
     return _variants(WORKLOADS[name])
 
 
+def corpus_variants(name: str) -> list[str]:
+    """The variants of a corpus model (any `-bN` works too)."""
+    from hlotune.programs.corpus import CORPUS
+
+    return _variants(CORPUS[name])
+
+
 @dataclass(frozen=True)
 class WorkloadVariant:
-    """A `PREFIX NAME[@SIZE[-bBATCH][-train]]` spec resolved against a table of workloads."""
+    """A `PREFIX NAME[@SIZE[-bBATCH][-train][-bf16]]` spec resolved against a table of workloads."""
 
     name: str  # the program's name: the spec with its variant spelt out
     workload: Any  # hlotune.zoo.base.Workload
     size: str
     batch: int | None
     train: bool
+    bf16: bool
 
 
 def resolve_workload(spec: str, prefix: str, workloads: Mapping[str, Any], kind: str) -> WorkloadVariant:
@@ -40,13 +50,14 @@ def resolve_workload(spec: str, prefix: str, workloads: Mapping[str, Any], kind:
         raise HlotuneError(f"unknown {kind} {name!r}; known: {', '.join(sorted(workloads))}")
     workload = workloads[name]
     variant = variant or next(iter(workload.sizes))
-    size, batch, train = _parse_variant(variant)
-    if size not in workload.sizes:
+    size, batch, train, bf16 = _parse_variant(variant)
+    known = _variants(workload)
+    if size + TRAIN_SUFFIX * train + BF16_SUFFIX * bf16 not in known:
         raise HlotuneError(
             f"unknown variant {variant!r} of {prefix}{name}; known: "
-            f"{', '.join(_variants(workload))} (SIZE[-bBATCH][-train])"
+            f"{', '.join(known)} (SIZE[-bBATCH][-train][-bf16])"
         )
-    return WorkloadVariant(f"{prefix}{name}@{variant}", workload, size, batch, train)
+    return WorkloadVariant(f"{prefix}{name}@{variant}", workload, size, batch, train, bf16)
 
 
 def load_zoo_program(spec: str) -> Program:
@@ -58,17 +69,21 @@ def load_zoo_program(spec: str) -> Program:
 
 
 def _variants(workload) -> list[str]:
-    sizes = list(workload.sizes)
-    return sizes + [size + TRAIN_SUFFIX for size in sizes]
+    """Every size for inference, then as a training step, then both in bf16, as the workload has them."""
+    suffixes = [""] + [TRAIN_SUFFIX] * workload.trainable
+    suffixes += [suffix + BF16_SUFFIX for suffix in suffixes] * workload.bf16
+    return [size + suffix for suffix in suffixes for size in workload.sizes]
 
 
-_VARIANT = re.compile(r"(?P<size>[a-z0-9_]+)(?:-b(?P<batch>[1-9][0-9]*))?(?P<train>-train)?")
+_VARIANT = re.compile(
+    r"(?P<size>[a-z0-9_]+)(?:-b(?P<batch>[1-9][0-9]*))?(?P<train>-train)?(?P<bf16>-bf16)?"
+)
 
 
-def _parse_variant(variant: str) -> tuple[str, int | None, bool]:
-    """`small-b32-train` -> ("small", 32, True); an unknown form gives the size ""."""
+def _parse_variant(variant: str) -> tuple[str, int | None, bool, bool]:
+    """`small-b32-train-bf16` -> ("small", 32, True, True); an unknown form gives the size ""."""
     match = _VARIANT.fullmatch(variant)
     if match is None:
-        return "", None, False
+        return "", None, False, False
     batch = match["batch"]
-    return match["size"], int(batch) if batch else None, bool(match["train"])
+    return match["size"], int(batch) if batch else None, bool(match["train"]), bool(match["bf16"])

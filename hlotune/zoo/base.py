@@ -24,7 +24,9 @@ QUICK_COMPILE = {"xla_backend_optimization_level": 0}
 @dataclass(frozen=True)
 class Workload:
     """A real architecture at several sizes. `sizes` maps a size name to `init`'s keywords;
-    each has `batch`, so a caller can build other batch shapes with `size | {"batch": n}`."""
+    each has `batch`, so a caller can build other batch shapes with `size | {"batch": n}`.
+    Zoo workloads are f32 programs with a loss (the variant grammar reads `trainable` and
+    `bf16`, hlotune.programs.zoo)."""
 
     name: str
     description: str
@@ -32,6 +34,8 @@ class Workload:
     init: Callable[..., tuple[Params, Any, Any]]  # (key, **size) -> params, x, y
     apply: Callable[[Params, Any], Any]  # x and the output may be pytrees, not just arrays
     loss: Callable[[Any, Any], jax.Array]
+    trainable = True
+    bf16 = False
 
     def program(
         self, size: str, *, train: bool, batch: int | None = None, seed: int = 0
@@ -51,9 +55,14 @@ class Workload:
         return init(jax.random.PRNGKey(seed), **size)
 
     def train_step(self, params: Params, velocity, x, y):
-        loss, grads = jax.value_and_grad(lambda p: self.loss(self.apply(p, x), y))(params)
-        params, velocity = momentum_update(params, grads, velocity)
-        return params, velocity, loss
+        return train_step(self.apply, self.loss, params, velocity, x, y)
+
+
+def train_step(apply, loss, params: Params, velocity, x, y):
+    """One SGD-with-momentum step on `loss(apply(params, x), y)`."""
+    value, grads = jax.value_and_grad(lambda p: loss(apply(p, x), y))(params)
+    params, velocity = momentum_update(params, grads, velocity)
+    return params, velocity, value
 
 
 def momentum_init(params: Params):

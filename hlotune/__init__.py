@@ -5,6 +5,8 @@ The top-level API mirrors the `hlotune` command; heavy imports (jax) wait until 
 
 from __future__ import annotations
 
+from hlotune.lazy import lazy_attributes
+
 __version__ = "0.1.0"
 
 _API = {
@@ -21,10 +23,4 @@ _API = {
 __all__ = ["__version__", *_API]
 
 
-def __getattr__(name: str):
-    if name not in _API:
-        raise AttributeError(f"module 'hlotune' has no attribute {name!r}")
-    from importlib import import_module
-
-    module, attribute = _API[name]
-    return getattr(import_module(module), attribute)
+__getattr__ = lazy_attributes(__name__, _API)

@@ -6,6 +6,8 @@ heavy imports (jax) wait until first use, so `hlotune --help` stays fast.
 
 from __future__ import annotations
 
+from hlotune.lazy import lazy_attributes
+
 _API = {
     "tune": ("hlotune.tuning.tuner", "tune"),
     "TuneResult": ("hlotune.tuning.tuner", "TuneResult"),
@@ -16,10 +18,4 @@ _API = {
 __all__ = list(_API)
 
 
-def __getattr__(name: str):
-    if name not in _API:
-        raise AttributeError(f"module 'hlotune.tuning' has no attribute {name!r}")
-    from importlib import import_module
-
-    module, attribute = _API[name]
-    return getattr(import_module(module), attribute)
+__getattr__ = lazy_attributes(__name__, _API)

@@ -51,7 +51,7 @@ def test_the_study_beside_the_database_holds_every_measured_config(tmp_path):
             assert trial.state == optuna.trial.TrialState.COMPLETE and trial.value == cost
         else:
             assert trial.state == optuna.trial.TrialState.FAIL
-    assert study.best_value == 1 / max(result.history)
+    assert study.best_value == pytest.approx(1 / max(result.history))
 
     again = tune(MLP, space="flags", strategy="optuna", budget=6, batch=3, db_path=path,
                  settings=FAST, progress=False)

@@ -252,16 +252,29 @@ class SegmentAttention(nn.Module):
 
     def forward(self, h: Tensor, order: Tensor) -> Tensor:
         n, dim = h.shape
-        segments = -(-n // self.segment)
-        padded = segments * self.segment
-        x = torch.cat([h[order], h.new_zeros(padded - n, dim)]).view(segments, self.segment, dim)
-        valid = (torch.arange(padded) < n).view(segments, self.segment)
+        x, valid = _segmented(h, order, self.segment)
+        padded = x.shape[0] * self.segment
         local = self.within(x, src_key_padding_mask=~valid)
-        weight = valid.unsqueeze(-1).to(h.dtype)
-        summary = (local * weight).sum(1) / weight.sum(1)  # (segments, dim)
+        summary = _segment_means(local, valid)
         context = self.across(summary.unsqueeze(0)).squeeze(0)
         out = (local + context.unsqueeze(1)).reshape(padded, dim)[:n]
         return torch.empty_like(out).index_copy_(0, order, out)
+
+
+def _segmented(h: Tensor, order: Tensor, segment: int) -> tuple[Tensor, Tensor]:
+    """`h` in `order`, cut into segments of `segment` ops (the last one zero-padded), and
+    which places hold an op: (segments, segment, dim) and (segments, segment)."""
+    n, dim = h.shape
+    segments = -(-n // segment)
+    padded = segments * segment
+    x = torch.cat([h[order], h.new_zeros(padded - n, dim)]).view(segments, segment, dim)
+    return x, (torch.arange(padded) < n).view(segments, segment)
+
+
+def _segment_means(x: Tensor, valid: Tensor) -> Tensor:
+    """Each segment's mean over its ops, padding left out: (segments, dim)."""
+    weight = valid.unsqueeze(-1).to(x.dtype)
+    return (x * weight).sum(1) / weight.sum(1)
 
 
 class RecurrentAttention(nn.Module):
@@ -284,13 +297,10 @@ class RecurrentAttention(nn.Module):
 
     def forward(self, h: Tensor, order: Tensor) -> Tensor:
         n, dim = h.shape
-        segments = -(-n // self.segment)
-        padded = segments * self.segment
-        x = torch.cat([h[order], h.new_zeros(padded - n, dim)]).view(segments, self.segment, dim)
-        valid = (torch.arange(padded) < n).view(segments, self.segment)
+        x, valid = _segmented(h, order, self.segment)
+        segments, padded = x.shape[0], x.shape[0] * self.segment
         x = self.norm(x)
-        weight = valid.unsqueeze(-1).to(h.dtype)
-        summary = (x * weight).sum(1) / weight.sum(1)  # (segments, dim)
+        summary = _segment_means(x, valid)
         carried = _carried_memories(self.carry(summary.unsqueeze(0))[0].squeeze(0))
         memory = torch.cat([x.new_zeros(1, self.segment, dim), x[:-1]]).detach()
         memory_valid = torch.cat([valid.new_zeros(1, self.segment), valid[:-1]])

@@ -1,5 +1,6 @@
 """The tuner that learns while it measures: the per-program model, its blend with a prior,
-exploration, model-screened pools and the warm start from other programs' winners."""
+exploration, model-screened pools, and what it carries over from other programs (their winners
+first, their measurements as a transfer model)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import ROOT
-from hlotune.tuning.cost_model import CostModel
+from hlotune.compiler.layouts import LayoutConfig
+from hlotune.tuning.cost_model import CostModel, RankSum
 from hlotune.tuning.database import Decision, TuningDatabase
-from hlotune.tuning.online import ChoiceModel, OnlineCostModel
+from hlotune.tuning.online import ChoiceModel, OnlineCostModel, ridge
+from hlotune.tuning.transfer import TransferCostModel, collection_examples
 from hlotune.tuning.replay import ReplayRunner
 from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial
 from hlotune.tuning.tuner import tune
@@ -38,6 +41,22 @@ def test_the_choice_model_learns_which_choices_cost_time():
     assert model.effects["disable pass fusion"] > 0 > model.effects["xla_backend_optimization_level=1"]
     predicted = model.predict([BOTH, NO_XNNPACK, O1])
     assert predicted[0] > predicted[1] > predicted[2]  # an unseen combination of seen choices
+
+
+def test_ridge_gives_one_answer_in_either_form():
+    """Few configs of many choices (a layout space) are solved in the dual form, many configs of
+    few choices in the primal: both must give the ridge (and, unpenalised, the minimum-norm
+    least-squares) coefficients, duplicated columns sharing their effect."""
+    rng = np.random.default_rng(0)
+    for configs, choices in ((12, 40), (40, 12)):
+        x = (rng.random((configs, choices)) < 0.3).astype(float)
+        x[:, 1] = x[:, 0]
+        y = rng.normal(size=configs)
+        xc, yc = x - x.mean(axis=0), y - y.mean()
+        for penalty in (0.0, 2.0):
+            expected = np.linalg.pinv(xc.T @ xc + penalty * np.eye(choices)) @ xc.T @ yc
+            assert np.allclose(ridge(x, y, penalty), expected, atol=1e-8)
+        assert np.isclose(ridge(x, y, 0.0)[0], ridge(x, y, 0.0)[1])
 
 
 def test_the_program_outvotes_a_wrong_prior_as_measurements_accumulate():
@@ -89,3 +108,30 @@ def test_configs_that_won_elsewhere_are_tried_first(tmp_path):
     tune("zoo:vit@tiny", strategy="random", budget=3, batch=2, runner=runner, db_path=path,
          progress=False)
     assert measured[0] == winner
+
+
+def test_the_transfer_model_ranks_flags_by_their_effect_on_other_programs():
+    examples = [(NO_FUSION, 1.6), (O1, 0.8), (NO_XNNPACK, 1.0), (NO_FUSION, 1.4), (O1, 0.9)]
+    model = TransferCostModel(examples)
+    with_layout = CompileConfig(O1.flags, LayoutConfig((("p0", (0, 1)),)))
+    predicted = model.predict([BOTH, NO_XNNPACK, O1, with_layout])
+    assert predicted[0] > predicted[1] > predicted[2] == predicted[3]  # layouts do not transfer
+
+
+def test_the_transfer_model_ranks_a_held_out_program_better_than_chance():
+    """Fitted on the built-in training families, it orders a test family's recorded configs."""
+    from scipy.stats import kendalltau
+
+    model = TransferCostModel(collection_examples(sorted((ROOT / "flags" / "train").glob("*.npz"))))
+    held_out = dict(collection_examples([ROOT / "flags" / "test" / "vit@small.npz"]))
+    tau = kendalltau(model.predict(list(held_out)), list(held_out.values()))[0]
+    assert model.size > 1000 and tau > 0.3
+
+
+def test_a_rank_sum_follows_the_models_agreement_and_teaches_each():
+    truth = {NO_XNNPACK: 1.0, NO_FUSION: 1.5, O1: 0.9, BOTH: 1.6}
+    learner = OnlineCostModel()
+    blend = RankSum([_Backwards({c: -v for c, v in truth.items()}), learner])
+    blend.update([Trial(c, v) for c, v in truth.items()], 1e6)
+    assert learner.measured == 4
+    assert list(np.argsort(blend.predict([BOTH, O1, NO_FUSION]))) == [1, 2, 0]

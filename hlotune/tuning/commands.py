@@ -119,7 +119,7 @@ def run_tune(args: argparse.Namespace) -> int:
         return 0
     noise = f"noise floor {result.noise:.1%}"
     if not result.kept_default:
-        best = f"{result.best_ms:.4f} ms   {result.speedup:.3f}x faster ({noise})"
+        best = f"{result.best_ms:.4f} ms   {result.speedup:.3f}x faster, confirmed beside the default ({noise})"
     elif result.candidate.is_default:
         best = "the default: no candidate was faster"
     elif result.candidate_speedup is None:
@@ -132,6 +132,11 @@ def run_tune(args: argparse.Namespace) -> int:
     print(f"  evaluated     {result.measurements} measured + {result.resumed} from the database "
           f"({result.failed} failed) in {result.seconds:.1f} s")
     print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
+    if not result.kept_default:
+        export = "xla_flags" if not result.best_config.layout.layouts else "json"
+        database = f" --db {args.db}" if args.db else ""
+        print(f"  use it        hlotune db export {result.program} --format {export}{database}"
+              "   (Python: hlotune.tune(...).compiled())")
     return 0
 
 

@@ -83,3 +83,18 @@ class ScorerCostModel(CostModel):
         for collection, scorer in self._scorers.items():
             if isinstance(scorer, ModelScorer):
                 scorer.fine_tune(self._encoder.graph_sample(collection, configs, runtimes), seed=seed)
+
+
+class RankSum(CostModel):
+    """Several models' rankings summed (each model's scores are in units of its own): a
+    candidate several models like comes first. Every model learns from what is measured."""
+
+    def __init__(self, models: Sequence[CostModel]) -> None:
+        self.models = list(models)
+
+    def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
+        return np.sum([rankdata(model.predict(configs)) for model in self.models], axis=0)
+
+    def update(self, trials: Sequence[Trial], default_ns: float) -> None:
+        for model in self.models:
+            model.update(trials, default_ns)

@@ -32,12 +32,15 @@ def choices(config: CompileConfig) -> list[str]:
 
 
 def ridge(x: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
-    """Coefficients of y ~ intercept + x, the intercept unpenalised (centring); least squares
-    on the penalty's extra rows, so choices that always come together still get the
-    minimum-norm answer."""
+    """Coefficients of y ~ intercept + x, the intercept unpenalised (centring). With penalty 0,
+    the minimum-norm least-squares answer, so choices that always come together share their
+    effect. Solved in whichever of the primal (choices x choices) or dual (configs x configs)
+    form is smaller: a layout space has hundreds of choices and a tune a few dozen configs."""
     xc, yc = x - x.mean(axis=0), y - y.mean()
-    rows = np.vstack([xc, math.sqrt(penalty) * np.eye(x.shape[1])])
-    return np.linalg.lstsq(rows, np.concatenate([yc, np.zeros(x.shape[1])]), rcond=None)[0]
+    n, p = xc.shape
+    if n < p:
+        return xc.T @ np.linalg.lstsq(xc @ xc.T + penalty * np.eye(n), yc, rcond=None)[0]
+    return np.linalg.lstsq(xc.T @ xc + penalty * np.eye(p), xc.T @ yc, rcond=None)[0]
 
 
 class ChoiceModel:

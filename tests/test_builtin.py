@@ -6,7 +6,7 @@ import pytest
 
 from conftest import skip_for_missing_data
 from hlotune.collect.builtin import SAMPLES
-from hlotune.data.builtin import ROOT, SPLITS, resolve
+from hlotune.data.builtin import NEXT, ROOT, SPLITS, resolve
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
 
@@ -20,6 +20,19 @@ def test_unknown_builtin_names_are_clean_errors(spec):
 def test_families_are_in_exactly_one_split():
     families = [family for split in SPLITS.values() for family in split]
     assert len(families) == len(set(families)) >= 12
+
+
+def test_the_next_edition_is_planned_to_its_spec():
+    """Edition 2: at least 150 programs of 30 families, split by family, with at least six
+    held-out test families, three of them from the corpus; collected breadth first."""
+    programs = {split: NEXT.programs(split) for split in NEXT.splits}
+    families = [family for split in NEXT.splits.values() for family in split]
+    assert len(families) == len(set(families)) >= 30
+    assert sum(map(len, programs.values())) >= 150
+    assert len(NEXT.splits["test"]) >= 6 and sum(f.startswith("corpus:") for f in NEXT.splits["test"]) >= 3
+    order = NEXT.order()
+    assert sorted(order) == sorted((split, p) for split, ps in programs.items() for p in ps)
+    assert {p.partition("@")[0] for _, p in order[: len(families)]} == set(families)
 
 
 @pytest.mark.parametrize("collection", ["flags", "layout"])

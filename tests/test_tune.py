@@ -28,6 +28,7 @@ from hlotune.programs import load_program
 from hlotune.scorers import load_scorer
 from hlotune.compiler import space
 from hlotune.compiler.space import SearchSpace
+from hlotune.data.npz import read_sample
 from hlotune.tuning import commands, database, strategies
 from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.compiled import compile_config
@@ -324,6 +325,18 @@ def test_a_replay_runner_tunes_from_recorded_measurements(tmp_path):
     assert missing.status == "failed" and "not in the recorded data" in missing.reason
     with TuningDatabase(path) as db:  # this machine's view: replayed records stay apart
         assert db.records(result.fingerprint) == []
+
+
+def test_replayed_samples_carry_their_batchs_drift_correction():
+    """A collection's batches ran minutes apart: its npz runtimes are scaled by each batch's
+    default, and replayed samples must be too, or a config's cost mixes in the machine's drift."""
+    from hlotune.data.builtin import ROOT
+    from hlotune.tuning.replay import ReplayRunner
+
+    npz = ROOT / "flags" / "train" / "cnn@small.npz"  # its batches' defaults differ by 30%
+    medians = [np.median(s) for s in ReplayRunner.from_collection(npz).recorded.values()]
+    runtimes = read_sample(npz).configs.config_runtime
+    assert np.allclose(medians, runtimes, rtol=0.02)
 
 
 class _SlowCountingRunner:

@@ -1,86 +1,120 @@
-"""Builds the built-in dataset (hlotune.data.builtin says where it lives and how it splits):
-every program of every split collected in both spaces, then its data card.
+"""Builds the built-in dataset (hlotune.data.builtin says where each edition lives, how it
+splits and how it is measured): every program collected in both spaces, then its data card.
 
-    python -m hlotune.collect.builtin    # resumable: finished programs are skipped
+    python -m hlotune.collect.builtin                 # the shipped edition (resumable)
+    python -m hlotune.collect.builtin --next -t 60    # edition 2, for an hour (needs [corpus])
+
+Resumable: a finished program is skipped, a program stopped mid-way resumes at its last batch,
+and the same seed draws the same configs. Measure with the machine otherwise quiet.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+import time
 
 import numpy as np
 
 from hlotune.collect.collector import CollectSettings, collect
-from hlotune.data.builtin import ROOT, SPLITS, VARIANTS, programs
+from hlotune.data.builtin import NEXT, SHIPPED, Edition
+from hlotune.data.npz import read_sample
 
-CONFIGS, SAMPLES, SEED, BATCH = 64, 30, 0, 16
-
-
-def build() -> None:
-    """Collect both collections, split by split (finished programs are skipped)."""
-    for space in ("flags", "layout"):
-        settings = CollectSettings(space=space, configs=CONFIGS, samples=SAMPLES, seed=SEED, batch=BATCH)
-        for split in SPLITS:
-            for spec in programs(split):
-                result = collect(spec, settings, ROOT / space / split)
-                print(f"{space}/{split} {spec}: {result.configs} configs, noise floor "
-                      f"{result.noise_floor:.1%}, spread {result.spread:.2f}x", flush=True)
-    write_datacard()
+SAMPLES, SEED, BATCH = 30, 0, 16
+SPACES = ("flags", "layout")
 
 
-def write_datacard() -> None:
+def build(edition: Edition, minutes: float | None = None) -> None:
+    """Collect `edition` program by program, both spaces each, held-out families first; with
+    `minutes`, start no program after that long. The data card is rewritten after each one."""
+    deadline = None if minutes is None else time.monotonic() + 60 * minutes
+    for split, spec in edition.order():
+        if deadline is not None and time.monotonic() > deadline:
+            print(f"stopped after {minutes:g} minutes; run again to go on", flush=True)
+            break
+        for space in SPACES:
+            result = collect(spec, settings(edition, space), edition.root / space / split, progress=False)
+            print(f"{space}/{split} {spec}: {result.configs} configs, noise floor "
+                  f"{result.noise_floor:.1%}, spread {result.spread:.2f}x, {result.seconds:.0f} s"
+                  + (" (collected before)" if result.resumed else ""), flush=True)
+        write_datacard(edition)
+
+
+def settings(edition: Edition, space: str) -> CollectSettings:
+    return CollectSettings(space=space, configs=edition.configs, samples=SAMPLES, seed=SEED, batch=BATCH,
+                           noise_target=edition.noise_target)
+
+
+def write_datacard(edition: Edition) -> None:
     """DATACARD.md from the collected summaries: every number in it is read off the files."""
+    target = f"; more rounds until each median is known within {edition.noise_target:.0%} (95% CI)" \
+        if edition.noise_target else ""
     lines = [
         "# hlotune built-in dataset",
         "",
         "Measured by `hlotune collect` on the machine below; regenerate with "
-        "`python -m hlotune.collect.builtin` (resumable; the same seed draws the same configs).",
-        f"Per program: {CONFIGS} configs drawn with seed {SEED} plus the default, at least "
-        f"{SAMPLES} samples each (rounds x repeats), default replicas in every batch.",
-        "Splits by architecture family: " + "; ".join(f"{s}: {', '.join(f)}" for s, f in SPLITS.items()) + ".",
-        f"Variants of each family: {', '.join(VARIANTS)}.",
+        f"`python -m hlotune.collect.builtin{' --next' if edition is NEXT else ''}` "
+        "(resumable; the same seed draws the same configs).",
+        f"Per program: {edition.configs} configs drawn with seed {SEED} plus the default, at least "
+        f"{SAMPLES} samples each (rounds x repeats){target}, default replicas in every batch.",
+        "Splits by family: " + "; ".join(f"{s}: {', '.join(f)}" for s, f in edition.splits.items()) + ".",
+        "Variants: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in edition.variants.items()) + ".",
         "Failed configs (not in the npz, listed with their reason in each program's JSON): "
         "rejected by XLA, crashed it, or gave outputs other than the default's.",
+        "Columns: noise floor, the default's replicas against it (median over batches); spread, "
+        "slowest over fastest config; best, the default's runtime over the fastest config's.",
         "",
     ]
     machine = None
-    for space in ("flags", "layout"):
-        rows = _summaries(space)
+    for space in SPACES:
+        rows = _summaries(edition, space)
         if not rows:
             continue
         machine = machine or rows[0][1]["machine"]
-        noise = [r["result"]["noise_floor"] for _, r in rows]
-        spread = [r["result"]["spread"] for _, r in rows]
+        noise = [r["result"]["noise_floor"] for _, r, _ in rows]
+        families = {r["program"].partition("@")[0] for _, r, _ in rows}
         lines += [
-            f"## {space}: {len(rows)} graphs",
+            f"## {space}: {len(rows)} graphs of {len(families)} families",
             "",
-            f"Median noise floor {np.median(noise):.1%}, median spread (max/min runtime) "
-            f"{np.median(spread):.2f}x. Configs measured {sum(r['result']['configs'] for _, r in rows)}, "
-            f"failed {sum(r['result']['failed'] for _, r in rows)}.",
+            f"Median noise floor {np.median(noise):.1%}, median spread "
+            f"{np.median([r['result']['spread'] for _, r, _ in rows]):.2f}x, median best "
+            f"{np.median([best for _, _, best in rows]):.2f}x. Configs measured "
+            f"{sum(r['result']['configs'] for _, r, _ in rows)}, failed {sum(r['result']['failed'] for _, r, _ in rows)}.",
             "",
-            "| split | program | configs | failed | noise floor | spread | seconds |",
-            "|---|---|---|---|---|---|---|",
+            "| split | program | source | configs | failed | noise floor | spread | best | seconds |",
+            "|---|---|---|---|---|---|---|---|---|",
             *(
-                f"| {split} | {r['program']} | {r['result']['configs']} | {r['result']['failed']} | "
-                f"{r['result']['noise_floor']:.1%} | {r['result']['spread']:.2f}x | {r['result']['seconds']:.0f} |"
-                for split, r in rows
+                f"| {split} | {r['program']} | {r['program'].partition(':')[0]} | {r['result']['configs']} | "
+                f"{r['result']['failed']} | {r['result']['noise_floor']:.1%} | {r['result']['spread']:.2f}x | "
+                f"{best:.2f}x | {r['result']['seconds']:.0f} |"
+                for split, r, best in rows
             ),
             "",
         ]
     if machine:
         lines.insert(3, "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".")
-    (ROOT / "DATACARD.md").write_text("\n".join(lines) + "\n")
+    (edition.root / "DATACARD.md").write_text("\n".join(lines) + "\n")
 
 
-def _summaries(space: str) -> list[tuple[str, dict]]:
-    return [
-        (split, json.loads(path.read_text()))
-        for split in SPLITS
-        for path in sorted((ROOT / space / split).glob("*.json"))
-    ]
+def _summaries(edition: Edition, space: str) -> list[tuple[str, dict, float]]:
+    """(split, summary, default runtime over the fastest config's) of each collected program."""
+    rows = []
+    for split in edition.splits:
+        for path in sorted((edition.root / space / split).glob("*.json")):
+            runtimes = read_sample(path.with_suffix(".npz")).configs.config_runtime
+            rows.append((split, json.loads(path.read_text()), float(runtimes[0] / runtimes.min())))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--next", action="store_true", help="edition 2 (data/builtin.py's NEXT)")
+    parser.add_argument("-t", "--minutes", type=float, help="start no program after this long")
+    args = parser.parse_args(argv)
+    build(NEXT if args.next else SHIPPED, args.minutes)
+    return 0
 
 
 if __name__ == "__main__":
-    build()
-    sys.exit(0)
+    sys.exit(main())

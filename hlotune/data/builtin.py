@@ -8,19 +8,76 @@ measures generalisation to unseen architectures. Regenerate it (resumable) with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from hlotune.errors import HlotuneError
 
 PREFIX = "builtin:"
-ROOT = Path(__file__).resolve().parent.parent / "datasets" / "builtin"
-SPLITS = {
-    "train": ("mlp", "cnn", "resnet", "transformer", "gpt", "lstm", "moe", "vae"),
-    "valid": ("mobilenet", "gnn"),
-    "test": ("unet", "vit"),
-}
-# Two sizes, inference and training, and a second batch shape of the training step.
-VARIANTS = ("tiny", "small", "tiny-train", "tiny-b8-train")
+
+
+@dataclass(frozen=True)
+class Edition:
+    """One edition of the built-in dataset: where it lives, which families each split holds
+    (program specs before `@`), the variants collected of each source, and how it is measured."""
+
+    root: Path
+    splits: dict[str, tuple[str, ...]]
+    variants: dict[str, tuple[str, ...]]  # a source ("zoo", "corpus") or a family -> its variants
+    configs: int  # drawn per program, beside the default
+    noise_target: float | None  # each config's median known within this (95% CI), or None
+
+    def programs(self, split: str) -> list[str]:
+        return [f"{family}@{variant}" for family in self.splits[split] for variant in self.variants_of(family)]
+
+    def variants_of(self, family: str) -> tuple[str, ...]:
+        return self.variants.get(family) or self.variants[family.partition(":")[0]]
+
+    def order(self) -> list[tuple[str, str]]:
+        """(split, program) in collection order: one variant of every family before a second
+        of any, the held-out splits first, so a collection stopped early is already useful."""
+        rounds = max(len(v) for v in self.variants.values())
+        return [(split, f"{family}@{variants[i]}")
+                for i in range(rounds)
+                for split in ("test", "valid", "train")
+                for family in self.splits[split]
+                if i < len(variants := self.variants_of(family))]
+
+
+_ZOO_VARIANTS = ("tiny", "small", "tiny-train", "tiny-b8-train")  # two sizes, a step, a batch
+SHIPPED = Edition(
+    root=Path(__file__).resolve().parent.parent / "datasets" / "builtin",
+    splits={
+        "train": tuple(f"zoo:{f}" for f in ("mlp", "cnn", "resnet", "transformer", "gpt", "lstm", "moe", "vae")),
+        "valid": ("zoo:mobilenet", "zoo:gnn"),
+        "test": ("zoo:unet", "zoo:vit"),
+    },
+    variants={"zoo": _ZOO_VARIANTS},
+    configs=64, noise_target=None,
+)
+# Edition 2, collected into its own folder until it meets its spec (at least 150 programs of 30
+# families, the median noise floor at most 2%), when it replaces the shipped one. The held-out
+# families cover speech, vision, a decoder LLM and physics, three from the corpus.
+NEXT = Edition(
+    root=SHIPPED.root.parent / "builtin-next",
+    splits={
+        "train": SHIPPED.splits["train"] + tuple(f"corpus:{f}" for f in (
+            "hf-bert", "hf-roberta", "hf-albert", "hf-distilbert", "hf-roformer", "hf-gpt2",
+            "hf-gpt-neo", "hf-gpt-j", "hf-opt", "hf-bloom", "hf-xglm", "hf-llama", "hf-gemma",
+            "hf-bart", "hf-mbart", "hf-pegasus", "hf-marian", "hf-beit", "hf-resnet", "hf-clip",
+            "hf-wav2vec2", "haiku-resnet", "mjx-bodies")),
+        "valid": SHIPPED.splits["valid"] + ("corpus:hf-electra", "corpus:hf-regnet", "corpus:haiku-mobilenet"),
+        "test": SHIPPED.splits["test"] + ("corpus:hf-whisper", "corpus:hf-dinov2", "corpus:hf-mistral",
+                                          "corpus:hf-vit", "corpus:jaxmd-lj"),
+    },
+    variants={"zoo": _ZOO_VARIANTS, "corpus": ("tiny", "small", "tiny-train", "tiny-bf16"),
+              # physics steps: no training step, f32 only
+              "corpus:jaxmd-lj": ("tiny", "small", "base", "tiny-b8"),
+              "corpus:mjx-bodies": ("tiny", "small", "base", "tiny-b8")},
+    configs=48, noise_target=0.02,
+)
+ROOT, SPLITS = SHIPPED.root, {split: tuple(f.removeprefix("zoo:") for f in families)
+                              for split, families in SHIPPED.splits.items()}
 
 
 def resolve(spec: str | Path) -> Path:
@@ -37,5 +94,3 @@ def resolve(spec: str | Path) -> Path:
     return folder
 
 
-def programs(split: str) -> list[str]:
-    return [f"zoo:{family}@{variant}" for family in SPLITS[split] for variant in VARIANTS]

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import FAILED, OK, BatchResult, MeasureSettings, Measurement
@@ -37,7 +39,10 @@ class ReplayRunner:
     @classmethod
     def from_collection(cls, npz: str | Path) -> ReplayRunner:
         """A collected program: the npz's samples, matched to configs by the JSON beside it
-        (its healthy configs, in order, are the npz's rows after the default)."""
+        (its healthy configs, in order, are the npz's rows after the default). Each config's
+        samples are scaled by its batch's drift, as the npz's runtimes are (the default's
+        median over batches / its median in that batch), so configs measured in batches minutes
+        apart compare as they did beside their own batch's default."""
         npz = Path(npz)
         summary_path = npz.with_suffix(".json")
         try:
@@ -45,11 +50,15 @@ class ReplayRunner:
         except (OSError, ValueError) as error:
             raise HlotuneError(f"{summary_path}: cannot read the collection summary ({error})") from None
         samples = read_sample(npz).configs.config_runtime_samples
-        healthy = [CompileConfig.from_dict(r["config"]) for r in summary["configs"] if r["status"] == OK]
+        healthy = [r for r in summary["configs"] if r["status"] == OK]
         if samples is None or len(samples) != len(healthy) + 1:
             raise HlotuneError(f"{npz}: its samples do not match the configs of {summary_path.name}")
-        configs = [DEFAULT_CONFIG, *healthy]
-        return cls({c: [int(s) for s in row] for c, row in zip(configs, samples)}, str(npz))
+        batch_default_ns = [batch["default_ns"] for batch in summary["batches"]]
+        scales = np.median(batch_default_ns) / np.array(batch_default_ns)
+        configs = [DEFAULT_CONFIG, *(CompileConfig.from_dict(r["config"]) for r in healthy)]
+        batches = [0, *(r["batch"] for r in healthy)]  # the default's samples are the first batch's
+        return cls({c: [int(round(s * scales[b])) for s in row] for c, b, row in zip(configs, batches, samples)},
+                   str(npz))
 
     @classmethod
     def from_database(cls, database: Database, fingerprint: str) -> ReplayRunner:

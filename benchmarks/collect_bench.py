@@ -6,6 +6,10 @@ timed end to end), then reports on them.
 
     python benchmarks/collect_bench.py                                  # builtin:flags, builtin:layout
     python benchmarks/collect_bench.py --programs zoo:mlp@small zoo:cnn@tiny --space flags --configs 16 --out /tmp/bench
+    python benchmarks/collect_bench.py --programs ... --noise-targets none 0.02   # fixed vs adaptive sampling
+
+With several --noise-targets, each program is collected once per target, one after the other,
+so the machine's drift falls on every mode alike; each mode gets its own folder and table.
 """
 
 from __future__ import annotations
@@ -32,13 +36,15 @@ def main() -> None:
     parser.add_argument("--programs", nargs="+", help="collect these first (fresh measurement)")
     parser.add_argument("--space", default="flags", choices=("flags", "layout"))
     parser.add_argument("--configs", type=int, default=16)
+    parser.add_argument("--noise-targets", nargs="+", default=["none"],
+                        help="'none' (fixed samples) and/or relative CI half-widths, e.g. none 0.02")
     parser.add_argument("--out", type=Path, default=Path("/tmp/hlotune-collect-bench"))
     parser.add_argument("--plot", type=Path, default=Path("docs/img/runtime_spread.png"))
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     folders = args.folders
     if args.programs:
-        folders = [_collect(args)]
+        folders = _collect(args)
     report = {str(folder): _report(folder) for folder in folders if folder.is_dir()}
     for folder, rows in report.items():
         _print_table(folder, rows)
@@ -47,14 +53,18 @@ def main() -> None:
         print(json.dumps({folder: _totals(rows) for folder, rows in report.items()}))
 
 
-def _collect(args) -> Path:
+def _collect(args) -> list[Path]:
     from hlotune.collect.collector import CollectSettings, collect
 
-    settings = CollectSettings(space=args.space, configs=args.configs)
-    out = args.out / f"{args.space}-{int(time.time())}"
+    stamp = int(time.time())
+    modes = {target: (args.out / f"{args.space}-{stamp}-noise-{target}",
+                      CollectSettings(space=args.space, configs=args.configs,
+                                      noise_target=None if target == "none" else float(target)))
+             for target in args.noise_targets}
     for spec in args.programs:
-        collect(spec, settings, out)
-    return out
+        for out, settings in modes.values():
+            collect(spec, settings, out)
+    return [out for out, _ in modes.values()]
 
 
 def _report(folder: Path) -> list[dict]:

@@ -1,33 +1,37 @@
-"""Autotuning benchmark: how many measurements model-guided and random search need.
+"""Tuning benchmark: how soon each search finds the best config of programs the models never saw.
 
-For each program (by default six the pretrained models never saw: the unet and vit families
-are the built-in collections' test split) and the combined flags x layouts space, in one fresh
-tuning database per program:
+Two sources of measurements, one report:
 
-1. random search with a large budget (also the bulk of the oracle);
-2. evolutionary search with no model, to separate the model's value from evolution's;
-3. evolutionary search ranked by the pretrained models (the default `hlotune tune`);
-4. the same, fine-tuned on the program's measurements every 8 configs.
+- replay (the default): each program of the built-in dataset's valid and test families (never
+  trained on; valid only chose the training epoch) is replayed (hlotune.tuning.replay). Its
+  recorded configs are the pool, a run evaluates them in the order its cost model ranks them
+  (Exhaustive with a cost model, re-ranked after every batch), the recorded samples answer, and
+  the tuner decides as it does live. The oracle is the pool's fastest config. Nothing is
+  compiled or timed, so the numbers are exact and repeatable on a busy machine; what replay
+  cannot show is a generative search outside the recorded pool.
+- live (--live PROGRAM ...): each program is tuned for real by each strategy and seed, all runs
+  of a program sharing one database (a config one run measured is read, not re-measured, by the
+  next; costs stay relative to their own batch's default). The oracle is the best config any run
+  measured, confirmed in a last batch beside the default. Measure on a quiet machine.
 
-Runs share the database, so a config one run measured is read, not re-measured, by the next:
-costs are comparable (each relative to its own batch's default) and the count of configs a run
-evaluated is what it would have measured alone. The oracle is the cheapest config any run
-found; a run "reaches" it at the first evaluated config within 2% of it. Random search's
-expected count is also estimated from its sample: (N + 1) / (k + 1) draws for k of N within 2%.
-Real measurements on this machine: noisy, and the tables say so by giving each noise floor.
+Strategies: random; guided, ranked by what `hlotune tune` ranks with (the pretrained GNN, plus
+for flags the transfer model of tuning/transfer.py); guided+online, which also learns the
+program while it measures (tuning/online.py). Replay adds the parts alone (gnn, transfer, each
+with +online) to show where the gain comes from.
 
-    python benchmarks/tune_bench.py --budget 48 --random-budget 96 --json docs/img/tune_bench.json
-    python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print, no measuring
+    python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
+    python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
+    python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
+import sys
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import matplotlib
@@ -35,156 +39,230 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from scipy.stats import gmean  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hlotune.compiler.config import DEFAULT_CONFIG  # noqa: E402
 from hlotune.compiler.layouts import LayoutSpace  # noqa: E402
-from hlotune.programs import load_program  # noqa: E402
-from hlotune.tuning.database import TuningDatabase  # noqa: E402
-from hlotune.tuning.cost_model import ScorerCostModel, load_scorers  # noqa: E402
 from hlotune.compiler.space import SearchSpace  # noqa: E402
-from hlotune.tuning.tuner import TuneResult, tune  # noqa: E402
+from hlotune.data.builtin import ROOT  # noqa: E402
+from hlotune.programs import load_program  # noqa: E402
+from hlotune.tuning.callbacks import UpdateCostModel  # noqa: E402
+from hlotune.tuning.cost_model import CostModel, RankSum, ScorerCostModel, load_scorers  # noqa: E402
+from hlotune.tuning.database import TuningDatabase  # noqa: E402
+from hlotune.tuning.online import OnlineCostModel  # noqa: E402
+from hlotune.tuning.replay import ReplayRunner  # noqa: E402
+from hlotune.tuning.strategies import Exhaustive, Trial  # noqa: E402
+from hlotune.tuning.transfer import TransferCostModel, collection_examples  # noqa: E402
+from hlotune.tuning.tuner import tune, Tuner  # noqa: E402
 
-PROGRAMS = ("zoo:unet@tiny", "zoo:unet@tiny-train", "zoo:unet@small",
-            "zoo:vit@tiny", "zoo:vit@tiny-train", "zoo:vit@small")
 WITHIN = 0.02
-RUNS = {  # name -> tune() options
-    "random": dict(strategy="random", model=None),
-    "evolutionary": dict(strategy="evolutionary", model=None),
-    "guided": dict(strategy="evolutionary", model="pretrained"),
-    "guided+fine-tune": dict(strategy="evolutionary", model="pretrained", fine_tune_every=8),
+BUDGETS = (8, 16, 32, 64)
+SPLITS = ("valid", "test")
+Models = dict[str, CostModel]  # a program's pretrained GNN ranking ("gnn") and "transfer" model
+REPLAYED: dict[str, Callable[[Models], CostModel | None]] = {
+    "random": lambda m: None,
+    "guided": lambda m: _guided(m),
+    "guided+online": lambda m: OnlineCostModel(_guided(m)),
+    "gnn": lambda m: m["gnn"],
+    "gnn+online": lambda m: OnlineCostModel(m["gnn"]),
+    "transfer": lambda m: m.get("transfer"),
+    "transfer+online": lambda m: OnlineCostModel(m.get("transfer")),
 }
-
-
-def bench_program(program: str, budget: int, random_budget: int, db: Path) -> dict:
-    results: dict[str, TuneResult] = {}
-    for name, options in RUNS.items():
-        size = random_budget if name == "random" else budget
-        results[name] = tune(program, space="all", budget=size, db_path=db, progress=False, **options)
-        print(f"  {name}: {results[name].speedup:.3f}x ({results[name].seconds:.0f} s)", flush=True)
-        if name == "random":  # the database holds the random sample alone (and the default)
-            random_costs = _costs(db, results[name].fingerprint)
-    records = _costs(db, results["random"].fingerprint)
-    oracle = min(records)
-    within = oracle * (1 + WITHIN)
-    target = 1 / within  # the speedup within 2% of the oracle's
-    k = sum(cost <= within for cost in random_costs)
-    return {
-        "program": program,
-        "oracle_speedup": 1 / oracle,
-        "configs_measured": len(records),
-        "random_within": k,
-        "random_budget": random_budget,
-        "reach": {name: _reach(result.history, target) for name, result in results.items()},
-        "random_expected": (len(random_costs) + 1) / (k + 1),
-        "results": {name: _summary(result) for name, result in results.items()},
-        "measure_rate": results["random"].measurements / results["random"].seconds,
-        "rank_rate": _rank_rate(program),
-    }
-
-
-def _costs(db: Path, fingerprint: str) -> list[float]:
-    """The cost of every config measured for the program (inf: failed or wrong output)."""
-    with TuningDatabase(db) as database:
-        return [record.cost for record in database.records(fingerprint)]
-
-
-def _reach(history: list[float], target: float) -> int | None:
-    """Evaluated configs (the default first) until the best speedup reached `target`."""
-    return next((i + 1 for i, best in enumerate(history) if best >= target), None)
-
-
-def _summary(result: TuneResult) -> dict:
-    return {
-        "default_ms": result.default_ms, "best_ms": result.best_ms, "speedup": result.speedup,
-        "noise": result.noise, "kept_default": result.kept_default,
-        "measurements": result.measurements, "resumed": result.resumed,
-        "seconds": result.seconds, "history": result.history,
-    }
-
-
-def _rank_rate(program: str, configs: int = 2048) -> float:
-    """Candidates per second the pretrained models rank in the combined space."""
-    loaded = load_program(program)
-    layouts = LayoutSpace(loaded)
-    space = SearchSpace("all", layouts)
-    rng = random.Random(0)
-    candidates = [space.random_config(rng) for _ in range(configs)]
-    model = ScorerCostModel(load_scorers("pretrained", "all"), layouts)
-    model.predict(candidates[:8])  # featurize the graph once, outside the timing
-    start = time.perf_counter()
-    model.predict(candidates)
-    return configs / (time.perf_counter() - start)
-
-
-def markdown(rows: list[dict], budget: int) -> str:
-    lines = [
-        f"Configs evaluated (the default first) until one within {WITHIN:.0%} of the oracle; "
-        f"'-': none within the run's budget ({budget}; random {rows[0]['random_budget']}). "
-        "Tuned: the speedup confirmed beside the default (a new measurement), or 'kept' when "
-        "the gain was within the noise floor.\n",
-        "| program | oracle | random (expected) | random | evolutionary | guided | guided+fine-tune "
-        "| tuned: random | tuned: guided | noise floor |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        reach = {name: "-" if n is None else str(n) for name, n in row["reach"].items()}
-        expected = (f"> {row['random_budget']}" if row["random_within"] == 0
-                    else f"{row['random_expected']:.1f}")
-        lines.append(
-            f"| {row['program']} | {row['oracle_speedup']:.3f}x | {expected} | "
-            f"{reach['random']} | {reach['evolutionary']} | {reach['guided']} | "
-            f"{reach['guided+fine-tune']} | {_tuned(row['results']['random'])} | "
-            f"{_tuned(row['results']['guided'])} | {row['results']['guided']['noise']:.1%} |"
-        )
-    return "\n".join(lines)
-
-
-def _tuned(result: dict) -> str:
-    return "kept" if result["kept_default"] else f"{result['speedup']:.3f}x"
-
-
-def plot(rows: list[dict], path: Path) -> None:
-    fig, axes = plt.subplots(2, math.ceil(len(rows) / 2), figsize=(4 * math.ceil(len(rows) / 2), 6.5),
-                             squeeze=False)
-    for ax, row in zip(axes.flat, rows):
-        for name, result in row["results"].items():
-            ax.plot(range(1, len(result["history"]) + 1), result["history"], label=name)
-        ax.axhline(row["oracle_speedup"], color="grey", linestyle=":", label="oracle")
-        ax.set_title(row["program"].removeprefix("zoo:"), fontsize=9)
-        ax.set_xlabel("configs evaluated")
-        ax.set_ylabel("best speedup so far")
-    axes.flat[0].legend(fontsize=7)
-    fig.suptitle("Best-so-far speedup over XLA's default (flags x layouts, measured on XLA:CPU)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
+LIVE = {  # name -> tune() options
+    "random": dict(strategy="random"),
+    "guided": dict(strategy="evolutionary", online=False),
+    "guided+online": dict(strategy="evolutionary", online=True),
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", nargs="+", default=list(PROGRAMS))
-    parser.add_argument("--budget", type=int, default=48, help="configs per evolutionary run")
-    parser.add_argument("--random-budget", type=int, default=96)
-    parser.add_argument("--plot", type=Path, default=Path("docs/img/tune_best_so_far.png"))
-    parser.add_argument("--json", type=Path, help="write the raw numbers here")
-    parser.add_argument("--report", type=Path, metavar="JSON",
-                        help="measure nothing: print the table and plot of a saved --json")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=4, help="configs per batch (replay)")
+    parser.add_argument("--live", nargs="+", metavar="PROGRAM", help="measure these programs for real")
+    parser.add_argument("--space", default="flags", help="the space tuned live (replay: each collection's)")
+    parser.add_argument("--budget", type=int, default=64, help="configs per live run")
+    parser.add_argument("--out", type=Path, default=Path("docs/img/tune_bench.json"))
+    parser.add_argument("--plot", type=Path, default=Path("docs/img/tune_bench.png"))
+    parser.add_argument("--report", type=Path, help="re-print and plot a saved run, measuring nothing")
     args = parser.parse_args()
     if args.report:
         rows = json.loads(args.report.read_text())
     else:
         rows = []
-        with tempfile.TemporaryDirectory(prefix="hlotune-tune-bench-") as folder:
-            for i, program in enumerate(args.programs):
-                print(program, flush=True)
-                db = Path(folder) / f"{i}.sqlite"
-                rows.append(bench_program(program, args.budget, args.random_budget, db))
-                if args.json:  # after each program: an interrupted run keeps what it finished
-                    args.json.write_text(json.dumps(rows, indent=1))
+        for program_rows in (live_rows(args) if args.live else replay_rows(args)):
+            rows += program_rows
+            args.out.write_text(json.dumps(rows, indent=1))  # an interrupted run keeps what it finished
+    print(markdown(rows))
     plot(rows, args.plot)
-    print(markdown(rows, args.budget))
-    measure_rate = float(np.median([r["measure_rate"] for r in rows]))
-    rank_rate = float(np.median([r["rank_rate"] for r in rows]))
-    print(f"\nmedian rates: the models rank {rank_rate:,.0f} candidates/s; compile-and-measure "
-          f"handles {measure_rate:.2f} configs/s ({rank_rate / measure_rate:,.0f}x)")
+
+
+# Replay
+
+
+def replay_rows(args):
+    for collection in ("flags", "layout"):
+        train = sorted((ROOT / collection / "train").glob("*.npz"))
+        transfer = TransferCostModel(collection_examples(train)) if collection == "flags" else None
+        for split in SPLITS:
+            for npz in sorted((ROOT / collection / split).glob("*.npz")):
+                yield replay_program(collection, npz, transfer, args.seeds, args.batch)
+
+
+def replay_program(collection: str, npz: Path, transfer: CostModel | None, seeds: int, batch: int) -> list[dict]:
+    replay = ReplayRunner.from_collection(npz)
+    program = load_program(json.loads(npz.with_suffix(".json").read_text())["program"])
+    pool = [config for config in replay.recorded if not config.is_default]
+    default_ns = np.median(replay.recorded[DEFAULT_CONFIG])
+    oracle = max(max(default_ns / np.median(replay.recorded[c]) for c in pool), 1.0)
+    layouts = LayoutSpace(program)
+    gnn = ScorerCostModel(load_scorers("pretrained", collection), layouts)
+    models = {"gnn": PoolScores(pool, gnn.predict(pool))} | ({"transfer": transfer} if transfer else {})
+    rows = []
+    for strategy, make in REPLAYED.items():
+        if "transfer" in strategy and transfer is None:
+            continue  # layout choices name the program's own tensors: nothing to transfer
+        for seed in range(seeds):
+            order = pool[:]
+            random.Random(seed).shuffle(order)  # ties, and the random baseline's order
+            history, kept = replay_run(program, collection, layouts, replay, order, make(models), batch)
+            rows.append(row(program.name, collection, strategy, seed, oracle, history, kept))
+        print(f"{collection} {program.name}: {strategy} done", file=sys.stderr, flush=True)
+    return rows
+
+
+class PoolScores(CostModel):
+    """A model's scores of the whole pool, computed once: the pretrained GNN does not learn
+    here, and ranking what is left of the pool by them is ranking by the model (up to its
+    cross-config attention, which saw the whole pool instead of what is left)."""
+
+    def __init__(self, pool: list, scores: np.ndarray) -> None:
+        self.scores = dict(zip(pool, scores))
+
+    def predict(self, configs) -> np.ndarray:
+        return np.array([self.scores[config] for config in configs])
+
+
+def _guided(models: Models) -> CostModel:
+    return RankSum([models["gnn"], models["transfer"]]) if "transfer" in models else models["gnn"]
+
+
+def replay_run(program, collection, layouts, replay, order, model, batch) -> tuple[list[float], dict]:
+    """The best speedup after each evaluated config (the default first), and the speedup the
+    tuner's decision keeps at each budget (recorded medians)."""
+    space = SearchSpace(collection, layouts, allow_numerics_change=True)
+    trials, _ = _replay_tune(program, space, replay, Exhaustive(order, cost_model=model), model, len(order) + 1, batch)
+    evaluated = [trial.config for trial in trials[1:]]
+    kept = {b: _replay_tune(program, space, replay, Exhaustive(evaluated[: b - 1]), None, b, batch)[1] for b in BUDGETS}
+    return [float(1 / c) for c in np.minimum.accumulate([t.cost for t in trials])], kept
+
+
+def _replay_tune(program, space, replay, strategy, model, budget, batch) -> tuple[list[Trial], float]:
+    callbacks = [UpdateCostModel(1)] if isinstance(model, OnlineCostModel) else []
+    with tempfile.TemporaryDirectory() as folder, \
+            TuningDatabase(Path(folder) / "db.sqlite", machine=replay.machine) as db:
+        tuner = Tuner(program, space, strategy, replay, db, cost_model=model, callbacks=callbacks,
+                      fingerprint="replay")
+        decision = tuner.run(budget, batch=batch)
+    return tuner.trials, float(decision.default_ns / np.median(replay.recorded[decision.chosen]))
+
+
+# Live
+
+
+def live_rows(args):
+    with tempfile.TemporaryDirectory(prefix="hlotune-tune-bench-") as folder:
+        for i, program in enumerate(args.live):
+            db = Path(folder) / f"{i}.sqlite"
+            runs = {(name, seed): tune(program, space=args.space, budget=args.budget, db_path=db, seed=seed,
+                                       progress=False, **options)
+                    for name, options in LIVE.items() for seed in range(args.seeds)}
+            oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
+            print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)
+            yield [row(program, args.space, name, seed, oracle, result.history,
+                       {args.budget: result.speedup}) for (name, seed), result in runs.items()]
+
+
+def _confirmed_oracle(program: str, space: str, db: Path, fingerprint: str) -> float:
+    """The best config any run measured, re-measured beside the default (in a fresh database,
+    so the earlier measurement is not read back); 1 when nothing beat the default."""
+    with TuningDatabase(db) as database:
+        best = min((r for r in database.records(fingerprint) if r.ok), key=lambda r: r.cost)
+    if best.config.is_default:
+        return 1.0
+    with tempfile.TemporaryDirectory() as folder:
+        confirmed = tune(program, space=space, strategy=Exhaustive([best.config]), budget=2,
+                         db_path=Path(folder) / "oracle.sqlite", progress=False, warm_start=0)
+    return max(confirmed.candidate_speedup or 1.0, 1.0)
+
+
+# Report
+
+
+def row(program: str, space: str, strategy: str, seed: int, oracle: float, history: list[float],
+        kept: dict[int, float]) -> dict:
+    """One run: best-so-far speedups, and what the budgets and the 2% target read off them."""
+    within = next((i + 1 for i, s in enumerate(history) if s * (1 + WITHIN) >= oracle), None)
+    found = {b: history[min(b, len(history)) - 1] for b in BUDGETS}
+    return {"program": program, "space": space, "strategy": strategy, "seed": seed,
+            "oracle_speedup": oracle, "configs_to_within": within, "evaluated": len(history),
+            "history": history, **{f"found_at_{b}": found[b] for b in BUDGETS},
+            **{f"share_at_{b}": (found[b] - 1) / (oracle - 1) if oracle > 1 else 1.0 for b in BUDGETS},
+            "kept": {str(b): s for b, s in kept.items()}}
+
+
+def markdown(rows: list[dict]) -> str:
+    """Per space: medians over programs and seeds, and geomean speedups at 32 against random's."""
+    lines = []
+    for space in sorted({r["space"] for r in rows}):
+        mine = [r for r in rows if r["space"] == space]
+        programs = sorted({r["program"] for r in mine})
+        oracle = gmean([next(r["oracle_speedup"] for r in mine if r["program"] == p) for p in programs])
+        random_32 = gmean([r["found_at_32"] for r in mine if r["strategy"] == "random"])
+        lines += [f"\n{space}: {len(programs)} programs, oracle geomean {oracle:.3f}x",
+                  f"| strategy | configs to within {WITHIN:.0%} of the oracle (median) | share of the oracle's "
+                  "gain at " + " / ".join(map(str, BUDGETS)) + " (median) | geomean speedup at 32 (x random's) "
+                  "| decisions slower than the default |",
+                  "|---|---|---|---|---|"]
+        for strategy in dict.fromkeys(r["strategy"] for r in mine):
+            runs = [r for r in mine if r["strategy"] == strategy]
+            reach = np.median([r["configs_to_within"] or r["evaluated"] + 1 for r in runs])
+            shares = " / ".join(f"{np.median([r[f'share_at_{b}'] for r in runs]):.2f}" for b in BUDGETS)
+            at_32 = gmean([r["found_at_32"] for r in runs])
+            kept = [s for r in runs for s in r["kept"].values()]
+            lines.append(f"| {strategy} | {reach:.1f} | {shares} | {at_32:.3f}x ({at_32 / random_32:.3f}) | "
+                         f"{sum(s < 1 for s in kept)} of {len(kept)} |")
+    return "\n".join(lines)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    """Median share of the oracle's gain over programs after each config, per strategy: the line
+    is the median over seeds, the band their range."""
+    spaces = sorted({r["space"] for r in rows})
+    fig, axes = plt.subplots(1, len(spaces), figsize=(6 * len(spaces), 4), squeeze=False)
+    for ax, space in zip(axes[0], spaces):
+        mine = [r for r in rows if r["space"] == space]
+        for strategy in dict.fromkeys(r["strategy"] for r in mine):
+            runs = [r for r in mine if r["strategy"] == strategy]
+            length = min(len(r["history"]) for r in runs)
+            seeds = sorted({r["seed"] for r in runs})
+            curves = np.array([np.median([_share(r, length) for r in runs if r["seed"] == s], axis=0) for s in seeds])
+            steps = np.arange(1, length + 1)
+            ax.plot(steps, np.median(curves, axis=0), label=strategy)
+            ax.fill_between(steps, curves.min(axis=0), curves.max(axis=0), alpha=0.2)
+        ax.set(title=f"{space}: {len({r['program'] for r in mine})} held-out programs", xlabel="configs evaluated",
+               ylabel="share of the oracle's gain (median program)", ylim=(-0.05, 1.05))
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _share(row: dict, length: int) -> np.ndarray:
+    history = np.array(row["history"][:length])
+    gain = row["oracle_speedup"] - 1
+    return (history - 1) / gain if gain > 0 else np.ones(length)
 
 
 if __name__ == "__main__":

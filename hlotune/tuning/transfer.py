@@ -4,7 +4,7 @@ Many XLA options help or hurt most programs on one machine alike (a vector width
 pass that never pays here), so the per-choice effects of `ChoiceModel`, fitted on other
 programs' measurements, rank a new program's flag configs before it has been measured at all.
 On the built-in data this ranks held-out families' flag configs better than the pretrained GNN
-(docs/tuning.md, benchmarks/tune_replay_bench.py). Layout choices name a program's own
+(docs/tuning.md, benchmarks/tune_bench.py). Layout choices name a program's own
 tensors, so they do not transfer: the model sees flags only.
 """
 

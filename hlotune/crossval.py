@@ -181,7 +181,7 @@ def format_cross_validation(result: CrossValidation, data: str) -> str:
     for fold in result.folds:
         lines.append(f"  fold {fold.fold} {', '.join(fold.families)} ({fold.evaluation.graphs} "
                      f"held out, {fold.train_graphs} to train on, {fold.train_seconds:.1f} s): "
-                     f"{_metrics(asdict(fold.evaluation))}")
+                     f"{_metrics(fold.evaluation.to_json())}")
     lines.append(f"  mean ± std: {_metrics(result.mean, result.std)}")
     return "\n".join(lines)
 

@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 _API = {
     "autotune": ("hlotune.tuning.autotune", "autotune"),
+    "cross_validate": ("hlotune.crossval", "cross_validate"),
     "featurize": ("hlotune.hlo.sources", "load_samples"),
     "inspect": ("hlotune.inspection", "inspect_path"),
     "load_program": ("hlotune.programs", "load_program"),

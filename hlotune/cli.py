@@ -14,9 +14,11 @@ from hlotune.opt.commands import add_commands as add_opt_commands
 from hlotune.progress import add_quiet, progress_bar
 from hlotune.report.commands import add_commands as add_report_commands
 from hlotune.train.commands import add_commands as add_train_commands
+from hlotune.train.commands import add_recipe_arguments, recipe_kwargs
 from hlotune.tuning.commands import add_commands as add_tune_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
+DEFAULT_FOLDS = 4  # the built-in collections' 12 families: 3 a fold
 EPILOG = """\
 conventions:
   --json      stdout holds JSON and nothing else: one object per line where a command
@@ -152,11 +154,22 @@ def _add_evaluate(commands) -> None:
         help="score a model's rankings on labelled data",
         description="Top-K error, Kendall tau and OPA per graph and averaged, with the noise "
         "ceiling where the files keep their samples. M: a model folder, baseline:random, "
-        "baseline:analytical, baseline:gbdt (trained on builtin:COLLECTION/train when first "
-        "asked for) or baseline:gbdt@DIR (trained on DIR).",
+        "baseline:analytical, baseline:gbdt[-rank] (trained on builtin:COLLECTION/train when "
+        "first asked for) or baseline:gbdt[-rank]@DIR (trained on DIR). With --cv family: "
+        "leave-family-out cross-validation on D's labelled graphs, pooled: the families are "
+        "dealt into --folds folds, and each fold is scored by M trained on the other folds "
+        "(M: gnn, trained by the training options below without validation, its last epoch "
+        "scored; baseline:gbdt[-rank]; or an untrained baseline); per fold and mean ± std.",
     )
     evaluate.add_argument("--model", required=True, metavar="M")
-    evaluate.add_argument("--data", required=True, metavar="D")
+    evaluate.add_argument("--data", required=True, nargs="+", metavar="D",
+                          help="folders, files or builtin:flags|layout[/SPLIT], pooled")
+    evaluate.add_argument("--cv", choices=("family",),
+                          help="family: leave-family-out cross-validation")
+    evaluate.add_argument("--folds", type=int, metavar="K",
+                          help=f"with --cv: folds (default {DEFAULT_FOLDS})")
+    evaluate.add_argument("--seed", type=int, metavar="S",
+                          help="with --cv: deals the families and seeds gnn training (default 0)")
     evaluate.add_argument("--protocol", choices=("all", "paper"), default="all",
                           help="paper: score only the official config indices (--eval-indices)")
     evaluate.add_argument("--eval-indices", type=Path, metavar="JSON",
@@ -166,6 +179,8 @@ def _add_evaluate(commands) -> None:
                           help="with --json: each graph's runtimes and predicted scores too "
                           "(for hlotune report --eval)")
     add_quiet(evaluate)
+    add_recipe_arguments(evaluate.add_argument_group(
+        "training options", "how --cv trains --model gnn in each fold (those of hlotune train)"))
     evaluate.set_defaults(run=_eval)
 
 
@@ -269,6 +284,10 @@ def _collect(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    if args.cv is not None:
+        return _cross_validate(args)
+    if args.folds is not None or args.seed is not None:
+        raise HlotuneError("--folds and --seed need --cv family")
     from hlotune.data.dataset import Dataset
     from hlotune.evaluate import evaluate, format_evaluation
     from hlotune.metrics import load_eval_indices
@@ -281,7 +300,23 @@ def _eval(args: argparse.Namespace) -> int:
                           leave=False)
     result = evaluate(graphs, load_scorer(args.model), eval_indices=indices,
                       predictions=args.predictions)
-    print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, args.data))
+    data = " ".join(args.data)
+    print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, data))
+    return 0
+
+
+def _cross_validate(args: argparse.Namespace) -> int:
+    from hlotune.crossval import cross_validate, format_cross_validation
+
+    if args.protocol != "all" or args.eval_indices is not None or args.predictions:
+        raise HlotuneError("--cv scores every config of every graph: no --protocol paper, "
+                           "--eval-indices or --predictions")
+    result = cross_validate(
+        args.data, args.model, folds=DEFAULT_FOLDS if args.folds is None else args.folds,
+        seed=args.seed or 0, train_options=recipe_kwargs(args), progress=not args.quiet,
+    )
+    print(json.dumps(result.to_json()) if args.json
+          else format_cross_validation(result, " ".join(args.data)))
     return 0
 
 

@@ -96,6 +96,12 @@ def describe(sample: GraphSample | None, path: str, errors: list[str]) -> Inspec
     return info
 
 
+def family_of(path: Path, sample: GraphSample) -> str:
+    """The architecture family of a graph file, as `describe` reports it: what leave-family-out
+    cross-validation holds out together."""
+    return _provenance(str(path), _split(str(path)), sample)[1]
+
+
 def _provenance(path: str, split: dict, sample: GraphSample | None) -> tuple[str, str | None, float | None]:
     """(source, family, noise floor): from the summary `hlotune collect` writes beside an npz,
     else the program spec a sample was built from, else the TpuGraphs folder layout."""

@@ -9,6 +9,8 @@ A scorer maps a GraphSample to one score per config, lower = predicted faster:
 - `baseline:gbdt`: gradient-boosted trees, trained at the first graph on the built-in train
   split of its collection (`baseline:gbdt@DIR`: on the files in DIR) and cached;
 - `baseline:gbdt-rank[@DIR]`: the same trees trained with LambdaRank on each graph's order.
+
+`gnn` names a GNN yet to be trained, which only cross-validation (crossval.py) trains.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from hlotune.evaluate import Scorer
 BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR", "gbdt-rank", "gbdt-rank@DIR")
 GBDT_OBJECTIVES = {"gbdt": "regression", "gbdt-rank": "lambdarank"}
 PRETRAINED = ("flags", "layout")
+GNN = "gnn"
 
 
 def load_scorer(name: str) -> Scorer:
@@ -40,6 +43,9 @@ def load_scorer(name: str) -> Scorer:
 
             return analytical_scores
         raise HlotuneError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+    if name == GNN and not Path(name).exists():
+        raise HlotuneError("gnn is a GNN to train: `hlotune eval --cv family` trains one per "
+                           "fold; elsewhere give a trained model folder")
     if name.startswith("pretrained:"):
         return ModelScorer.load(pretrained_folder(name.removeprefix("pretrained:")))
     return ModelScorer.load(Path(name))

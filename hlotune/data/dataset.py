@@ -7,7 +7,8 @@ cached, and `peek` gives shapes from the array headers without reading any data.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -58,15 +59,21 @@ def split_info(path: PathLike) -> SplitInfo:
 class Dataset:
     """The `*.npz` files under `root` (or `root` itself when it is a file), in sorted order.
 
-    `root` may name the built-in dataset: `builtin:flags/train`, `builtin:layout`, ...
+    `root` may name the built-in dataset: `builtin:flags/train`, `builtin:layout`, ... A list
+    of roots pools their files in the order given (several folders, or the files of a
+    cross-validation fold); `root` is then their common folder.
 
     Indices are stable across runs and machines; each access reads one file.
     """
 
-    def __init__(self, root: PathLike, *, validate: bool = True) -> None:
-        self.root = resolve(root)
+    def __init__(self, root: PathLike | Sequence[PathLike], *, validate: bool = True) -> None:
+        roots = [resolve(r) for r in ([root] if isinstance(root, (str, os.PathLike)) else root)]
+        if not roots:
+            raise HlotuneError("no dataset given")
+        common = Path(os.path.commonpath([folder.absolute() for folder in roots]))
+        self.root = roots[0] if len(roots) == 1 else common
         self.validate = validate
-        self.paths = _find_npz(self.root)
+        self.paths = [path for folder in roots for path in _find_npz(folder)]
 
     def __len__(self) -> int:
         return len(self.paths)

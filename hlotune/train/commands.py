@@ -32,28 +32,8 @@ def _add_train(commands) -> None:
     train.add_argument("--data", nargs="+", required=True, metavar="DIR")
     train.add_argument("--valid", metavar="DIR")
     train.add_argument("--out", required=True, type=Path, metavar="MODEL_DIR")
-    train.add_argument("--epochs", type=int, default=20)
-    train.add_argument("--loss", default="pairwise_hinge",
-                       help="mse, pairwise_hinge, pairwise_logistic, listmle, or weighted "
-                       "combinations like mse:1,pairwise_hinge:1 (default pairwise_hinge)")
     train.add_argument("--seed", type=int, default=0)
-    train.add_argument("--configs-per-batch", type=int, default=16)
-    train.add_argument("--lr", type=float, default=1e-3)
-    train.add_argument("--layers", type=int, default=3, help="GraphSAGE layers")
-    train.add_argument("--hidden", type=int, default=64)
-    train.add_argument("--join", choices=("early", "late"), default="late",
-                       help="where graph-level configs (tile, flags) join")
-    train.add_argument("--attention", action="store_true", help="cross-config attention")
-    train.add_argument("--layout-join", choices=("nodes", "late"), default="nodes",
-                       help="layout configs join at their nodes before message passing (nodes) "
-                       "or meet the nodes' final embeddings (late: much faster ranking)")
-    train.add_argument("--prune-hops", type=int,
-                       help="layout: propagate configs only within this many hops")
-    train.add_argument("--collapse-chains", action="store_true",
-                       help="collapse chains of nodes with one operand, one user and no config "
-                       "(kept in the model: eval and predict collapse too)")
-    train.add_argument("--drop-duplicate-configs", action="store_true",
-                       help="keep identical configs of a graph once (the median runtime one)")
+    add_recipe_arguments(train)
     train.add_argument("--graphs-per-step", type=int, default=1,
                        help="graphs per optimizer step (per process under torchrun)")
     gst = train.add_argument_group(
@@ -70,6 +50,46 @@ def _add_train(commands) -> None:
     train.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_quiet(train)
     train.set_defaults(run=_train)
+
+
+def add_recipe_arguments(parser) -> None:
+    """The model and optimisation options, shared by `hlotune train` and the GNN that
+    `hlotune eval --cv` trains per fold (`recipe_kwargs` reads them back)."""
+    parser.add_argument("--epochs", type=int, default=20)
+    parser.add_argument("--loss", default="pairwise_hinge",
+                        help="mse, pairwise_hinge, pairwise_logistic, listmle, or weighted "
+                        "combinations like mse:1,pairwise_hinge:1 (default pairwise_hinge)")
+    parser.add_argument("--configs-per-batch", type=int, default=16)
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--layers", type=int, default=3, help="GraphSAGE layers")
+    parser.add_argument("--hidden", type=int, default=64)
+    parser.add_argument("--join", choices=("early", "late"), default="late",
+                        help="where graph-level configs (tile, flags) join")
+    parser.add_argument("--attention", action="store_true", help="cross-config attention")
+    parser.add_argument("--layout-join", choices=("nodes", "late"), default="nodes",
+                        help="layout configs join at their nodes before message passing (nodes) "
+                        "or meet the nodes' final embeddings (late: much faster ranking)")
+    parser.add_argument("--prune-hops", type=int,
+                        help="layout: propagate configs only within this many hops")
+    parser.add_argument("--collapse-chains", action="store_true",
+                        help="collapse chains of nodes with one operand, one user and no config "
+                        "(kept in the model: eval and predict collapse too)")
+    parser.add_argument("--drop-duplicate-configs", action="store_true",
+                        help="keep identical configs of a graph once (the median runtime one)")
+
+
+def recipe_kwargs(args: argparse.Namespace) -> dict:
+    """The options of `add_recipe_arguments` as keyword arguments of `hlotune.train.train`."""
+    from hlotune.models.config import ModelConfig
+
+    model_config = ModelConfig(
+        hidden_dim=args.hidden, num_layers=args.layers, join=args.join, layout_join=args.layout_join,
+        cross_config_attention=args.attention, prune_hops=args.prune_hops,
+        collapse_chains=args.collapse_chains,
+    )
+    return dict(epochs=args.epochs, loss=args.loss, configs_per_batch=args.configs_per_batch,
+                lr=args.lr, drop_duplicate_configs=args.drop_duplicate_configs,
+                model_config=model_config)
 
 
 def _add_bench(commands) -> None:
@@ -116,19 +136,12 @@ def _bench_scale(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
-    from hlotune.models.config import ModelConfig
     from hlotune.train import train
 
-    model_config = ModelConfig(
-        hidden_dim=args.hidden, num_layers=args.layers, join=args.join, layout_join=args.layout_join,
-        cross_config_attention=args.attention, prune_hops=args.prune_hops,
-        collapse_chains=args.collapse_chains,
-    )
     result = train(
-        args.data, args.valid, args.out, epochs=args.epochs, loss=args.loss, seed=args.seed,
-        configs_per_batch=args.configs_per_batch, lr=args.lr, model_config=model_config,
-        graphs_per_step=args.graphs_per_step, drop_duplicate_configs=args.drop_duplicate_configs,
+        args.data, args.valid, args.out, seed=args.seed, graphs_per_step=args.graphs_per_step,
         gst=_gst_settings(args), resume=args.resume, progress=not args.quiet,
+        **recipe_kwargs(args),
     )
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
         return 0

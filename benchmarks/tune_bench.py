@@ -14,10 +14,10 @@ Two sources of measurements, one report:
   next; costs stay relative to their own batch's default). The oracle is the best config any run
   measured, confirmed in a last batch beside the default. Measure on a quiet machine.
 
-Strategies: random; guided, ranked by what `hlotune tune` ranks with (the pretrained GNN, plus
-for flags the transfer model of tuning/transfer.py); guided+online, which also learns the
-program while it measures (tuning/online.py). Replay adds the parts alone (gnn, transfer, each
-with +online) to show where the gain comes from.
+Strategies: random; guided, ranked by the pretrained GNN (what `hlotune tune` ranks with);
+guided+online, which also learns the program while it measures (tuning/online.py, the
+default). Replay adds, on flags, the transfer model of tuning/transfer.py (fitted on the
+training families' collections) alone and summed with the GNN's ranking.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
@@ -63,12 +63,11 @@ SPLITS = ("valid", "test")
 Models = dict[str, CostModel]  # a program's pretrained GNN ranking ("gnn") and "transfer" model
 REPLAYED: dict[str, Callable[[Models], CostModel | None]] = {
     "random": lambda m: None,
-    "guided": lambda m: _guided(m),
-    "guided+online": lambda m: OnlineCostModel(_guided(m)),
-    "gnn": lambda m: m["gnn"],
-    "gnn+online": lambda m: OnlineCostModel(m["gnn"]),
+    "guided": lambda m: m["gnn"],
+    "guided+online": lambda m: OnlineCostModel(m["gnn"]),
     "transfer": lambda m: m.get("transfer"),
     "transfer+online": lambda m: OnlineCostModel(m.get("transfer")),
+    "guided+transfer+online": lambda m: OnlineCostModel(RankSum([m["gnn"], m["transfer"]])),
 }
 LIVE = {  # name -> tune() options
     "random": dict(strategy="random"),
@@ -143,10 +142,6 @@ class PoolScores(CostModel):
 
     def predict(self, configs) -> np.ndarray:
         return np.array([self.scores[config] for config in configs])
-
-
-def _guided(models: Models) -> CostModel:
-    return RankSum([models["gnn"], models["transfer"]]) if "transfer" in models else models["gnn"]
 
 
 def replay_run(program, collection, layouts, replay, order, model, batch) -> tuple[list[float], dict]:

@@ -41,7 +41,7 @@ from hlotune.errors import HlotuneError
 from hlotune.evaluate import Scorer
 from hlotune.programs import Program, load_program
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
-from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, RankSum, ScorerCostModel, load_scorers
+from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.runners import Runner, open_runner
@@ -154,15 +154,14 @@ def tune(
     fingerprint = program_fingerprint(loaded)
     layouts = LayoutSpace(loaded) if space != "flags" or model is not None else None
     search_space = SearchSpace(space, layouts, allow_numerics_change=allow_numerics_change)
-    scorers = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
+    prior = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
     learns = online and strategy == "evolutionary"
-    extra = [UpdateCostModel(fine_tune_every, scorers)] if scorers is not None and fine_tune_every else []
+    cost_model = OnlineCostModel(prior) if learns else prior
+    search = _strategy(strategy, search_space, seed, cost_model, OptunaStudy.beside(db_path, fingerprint))
+    extra = [UpdateCostModel(1)] if learns else []
+    extra += [UpdateCostModel(fine_tune_every, prior)] if prior is not None and fine_tune_every else []
     extra += [ProgressBar(budget)] if progress else []
     with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
-        prior = _with_transfer(scorers, db, fingerprint) if model == DEFAULT_MODEL and space != "layout" else scorers
-        cost_model = OnlineCostModel(prior) if learns else prior
-        search = _strategy(strategy, search_space, seed, cost_model, OptunaStudy.beside(db_path, fingerprint))
-        extra += [UpdateCostModel(1)] if learns else []
         if warm_start and not isinstance(strategy, Strategy):
             search = _warm_started(search, search_space, db.winners(fingerprint)[:warm_start])
         tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
@@ -170,16 +169,6 @@ def tune(
         deadline = None if time_s is None else started + time_s
         decision = tuner.run(budget, deadline, batch)
     return tuner.result(decision, seconds=time.monotonic() - started)
-
-
-def _with_transfer(scorers: CostModel, db: TuningDatabase, fingerprint: str) -> CostModel:
-    """The pretrained models' ranking summed with the transfer model's (transfer.py), fitted on
-    the shipped training collections and on every other program this database measured here."""
-    from hlotune.data.builtin import ROOT
-    from hlotune.tuning.transfer import TransferCostModel, collection_examples, database_examples
-
-    shipped = collection_examples(sorted((ROOT / "flags" / "train").glob("*.npz")))
-    return RankSum([scorers, TransferCostModel(shipped + database_examples(db, exclude=fingerprint))])
 
 
 def _runtime(measurement: Measurement) -> float:

@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -66,12 +67,12 @@ def write_datacard(edition: Edition) -> None:
         "slowest over fastest config; best, the default's runtime over the fastest config's.",
         "",
     ]
-    machine = None
+    machines: Counter[str] = Counter()
     for space in SPACES:
         rows = _summaries(edition, space)
         if not rows:
             continue
-        machine = machine or rows[0][1]["machine"]
+        machines.update(", ".join(f"{k} {v}" for k, v in r["machine"].items()) for _, r, _ in rows)
         noise = [r["result"]["noise_floor"] for _, r, _ in rows]
         families = {r["program"].partition("@")[0] for _, r, _ in rows}
         lines += [
@@ -92,8 +93,8 @@ def write_datacard(edition: Edition) -> None:
             ),
             "",
         ]
-    if machine:
-        lines.insert(3, "Machine: " + ", ".join(f"{k} {v}" for k, v in machine.items()) + ".")
+    if machines:  # a collection spanning sessions may span machines: each graph's JSON says which
+        lines.insert(3, "Machines: " + "; ".join(f"{m} ({n} graphs)" for m, n in machines.most_common()) + ".")
     (edition.root / "DATACARD.md").write_text("\n".join(lines) + "\n")
 
 

@@ -137,7 +137,7 @@ class GraphCostModel(nn.Module):
         kept, boundary, n = subgraph.nodes, subgraph.boundary_edge_index, subgraph.num_nodes
         outside, state = [], nodes
         for conv in self.convs:
-            outside.append(conv.aggregate(state, boundary, n)[kept])
+            outside.append(conv.summed_messages(state, boundary, n)[kept])
             state = conv(state, edge_index)
         dropped = torch.ones(n, dtype=torch.bool, device=nodes.device)
         dropped[kept] = False

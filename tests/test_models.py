@@ -82,6 +82,7 @@ VARIANTS = {
     "flags-early-attention": (flags_sample, {"join": "early", "cross_config_attention": True, "attention_heads": 2}),
     "layout-pruned": (layout_sample, {"prune_hops": 2}),
     "layout-late": (layout_sample, {"layout_join": "late"}),
+    "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
 }
 
 
@@ -142,7 +143,9 @@ def test_pruning_with_hops_at_least_layers_is_exact_on_a_larger_graph():
 
 
 @pytest.mark.parametrize(
-    "variant", ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late"]
+    "variant",
+    ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late", "layout-gat",
+     "layout-gin", "layout-gps", "flags-early-gps"],
 )
 def test_scoring_configs_together_equals_one_at_a_time(variant):
     make, options = {
@@ -151,6 +154,10 @@ def test_scoring_configs_together_equals_one_at_a_time(variant):
         "layout-pruned": (layout_sample, {"prune_hops": 1}),
         "layout-full": (layout_sample, {}),
         "layout-late": (layout_sample, {"layout_join": "late"}),
+        "layout-gat": (layout_sample, {"conv": "gat", "attention_heads": 2}),
+        "layout-gin": (layout_sample, {"conv": "gin"}),
+        "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
+        "flags-early-gps": (flags_sample, {"join": "early", "conv": "gps", "attention_heads": 2}),
     }[variant]
     sample = make()
     model = make_model(sample, **options)
@@ -158,6 +165,20 @@ def test_scoring_configs_together_equals_one_at_a_time(variant):
     alone = [predict_scores(model, sample, indices=np.array([i]))[0] for i in range(sample.num_configs)]
     np.testing.assert_allclose(together, alone, rtol=1e-5, atol=1e-6)
     assert np.ptp(together) > 0  # configs are told apart
+
+
+def test_each_conv_is_its_own_layer_and_trains():
+    sample = layout_sample()
+    scores, layers = {}, {}
+    for conv in ("sage", "gat", "gin", "gps"):
+        model = make_model(sample, conv=conv, attention_heads=2).train()
+        graph = graph_inputs(sample, model.config, "cpu")
+        configs = torch.as_tensor(sample.configs.node_config_feat)
+        model(graph, configs).sum().backward()
+        assert all(p.grad is not None for p in model.convs.parameters())
+        layers[conv] = type(model.convs[0]).__name__ + str(sorted(model.convs[0].state_dict()))
+        scores[conv] = tuple(predict_scores(model.eval(), sample))
+    assert len(set(layers.values())) == 4 and len(set(scores.values())) == 4
 
 
 def test_layout_padding_minus_one_is_not_dimension_zero():
@@ -193,6 +214,18 @@ def test_save_load_round_trip_gives_identical_scores(tmp_path, variant):
     assert loaded.config == model.config
     np.testing.assert_array_equal(predict_scores(loaded, sample), predict_scores(model, sample))
     assert json.loads((tmp_path / "m" / CONFIG_FILE).read_text())["model"]["collection"] == sample.collection
+
+
+def test_a_model_file_from_before_conv_existed_loads_as_sage(tmp_path):
+    sample = layout_sample()
+    model = make_model(sample)
+    model.save(tmp_path / "m")
+    document = json.loads((tmp_path / "m" / CONFIG_FILE).read_text())
+    del document["model"]["conv"]
+    (tmp_path / "m" / CONFIG_FILE).write_text(json.dumps(document))
+    loaded = GraphCostModel.load(tmp_path / "m")
+    assert loaded.config.conv == "sage"
+    np.testing.assert_array_equal(predict_scores(loaded, sample), predict_scores(model, sample))
 
 
 def _corrupt(folder, how):
@@ -267,6 +300,10 @@ def test_model_config_rejects_bad_values():
         ModelConfig(join="middle")
     with pytest.raises(HlotuneError, match="layout_join"):
         ModelConfig(layout_join="early")
+    with pytest.raises(HlotuneError, match="conv must be"):
+        ModelConfig(conv="gcn")
+    with pytest.raises(HlotuneError, match="prune_hops needs conv 'sage'"):
+        ModelConfig(conv="gat", prune_hops=3)
     with pytest.raises(HlotuneError, match="prune_hops applies"):
         ModelConfig(layout_join="late", prune_hops=2)
     with pytest.raises(HlotuneError, match="set"):

@@ -15,6 +15,7 @@ from typing import Any
 from hlotune.data.sample import COLLECTIONS
 from hlotune.errors import HlotuneError
 
+CONVS = ("sage", "gat", "gin", "gps")
 JOINS = ("early", "late")
 LAYOUT_JOINS = ("nodes", "late")
 LAYOUT_CONFIG_DIM = 18  # minor-to-major of output, input and kernel: 6 slots each
@@ -33,6 +34,7 @@ class ModelConfig:
     `prune_hops` (layout, "nodes"): propagate the config-dependent part only within that many
     hops of the configurable nodes; with prune_hops >= num_layers this is exact, below it an
     approximation.
+    `conv` picks the graph layer (`convs.py`); model files from before it existed used "sage".
     `collapse_chains`: the model reads graphs with their chains of plain nodes collapsed
     (`compress.py`), in training and inference alike.
     """
@@ -44,6 +46,7 @@ class ModelConfig:
     hidden_dim: int = 64
     opcode_dim: int = 32
     num_layers: int = 3
+    conv: str = "sage"
     join: str = "late"
     layout_join: str = "nodes"
     cross_config_attention: bool = False
@@ -60,6 +63,10 @@ class ModelConfig:
     def _problem(self) -> str | None:
         if self.collection is not None and self.collection not in COLLECTIONS:
             return f"collection must be one of {', '.join(COLLECTIONS)}, got {self.collection!r}"
+        if self.conv not in CONVS:
+            return f"conv must be one of {', '.join(CONVS)}, got {self.conv!r}"
+        if self.prune_hops is not None and self.conv != "sage":
+            return "prune_hops needs conv 'sage', whose summed messages can be precomputed"
         if self.join not in JOINS:
             return f"join must be 'early' or 'late', got {self.join!r}"
         if self.layout_join not in LAYOUT_JOINS:
@@ -73,7 +80,8 @@ class ModelConfig:
             value = getattr(self, name)
             if value is not None and value < (1 if name in positive else 0):
                 return f"{name} must be positive, got {value}"
-        if self.cross_config_attention and self.hidden_dim % self.attention_heads:
+        heads_used = self.cross_config_attention or self.conv in ("gat", "gps")
+        if heads_used and self.hidden_dim % self.attention_heads:
             return f"hidden_dim {self.hidden_dim} is not divisible by {self.attention_heads} heads"
         if self.prune_hops is not None and self.prune_hops < 0:
             return f"prune_hops must be >= 0 or None, got {self.prune_hops}"
@@ -145,6 +153,7 @@ _TYPE_CHECKS = {
     "node_feat_dim": lambda v: v is None or _is_int(v),
     "config_dim": lambda v: v is None or _is_int(v),
     "config_feat_names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+    "conv": lambda v: isinstance(v, str),
     "join": lambda v: isinstance(v, str),
     "layout_join": lambda v: isinstance(v, str),
     "cross_config_attention": lambda v: isinstance(v, bool),

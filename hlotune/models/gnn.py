@@ -3,7 +3,7 @@
     node  -> opcode embedding + normalised features -> MLP                   (once per graph)
           -> join configs (graph-level: every node or after pooling; layout: configurable
              nodes, before message passing or after it)
-          -> GraphSAGE layers over both edge directions
+          -> graph layers over both edge directions (GraphSAGE, GAT, GIN or GPS: `convs.py`)
           -> concat(sum, mean) pooling -> MLP -> [attention across configs] -> head -> score
 
 Training and tuning score many configs of the same graph, so the model is split in two:
@@ -28,12 +28,12 @@ from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.attention import CrossConfigAttention
 from hlotune.models.config import ModelConfig
+from hlotune.models.convs import make_conv
 from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE, read_model_files, write_model_files
 from hlotune.models.inputs import GraphInputs
 from hlotune.models.layout_embedding import LayoutEmbedding
 from hlotune.models.normalizer import FeatureStats, SignLogNormalizer
 from hlotune.models.prune import Subgraph, prune
-from hlotune.models.sage import BidirectionalSAGEConv
 
 
 @dataclass
@@ -77,7 +77,9 @@ class GraphCostModel(nn.Module):
         else:
             self.config_norm = SignLogNormalizer(config.config_dim)
             self.config_encoder = _mlp(config.config_dim, hidden, hidden, dropout)
-        self.convs = nn.ModuleList(BidirectionalSAGEConv(hidden) for _ in range(config.num_layers))
+        self.convs = nn.ModuleList(
+            make_conv(config.conv, hidden, config.attention_heads) for _ in range(config.num_layers)
+        )
         shared = self.late_join or self.layout_late
         self.embed = _mlp(2 * hidden + (hidden if shared else 0), hidden, hidden, dropout)
         if self.layout_late:

@@ -39,7 +39,10 @@ def _add_train(commands) -> None:
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--configs-per-batch", type=int, default=16)
     train.add_argument("--lr", type=float, default=1e-3)
-    train.add_argument("--layers", type=int, default=3, help="GraphSAGE layers")
+    train.add_argument("--layers", type=int, default=3, help="graph layers")
+    train.add_argument("--conv", choices=("sage", "gat", "gin", "gps"), default="sage",
+                       help="graph layer: GraphSAGE, GATv2, GIN or GraphGPS, each over both edge "
+                       "directions (docs/cost_model.md)")
     train.add_argument("--hidden", type=int, default=64)
     train.add_argument("--join", choices=("early", "late"), default="late",
                        help="where graph-level configs (tile, flags) join")
@@ -120,7 +123,7 @@ def _train(args: argparse.Namespace) -> int:
     from hlotune.train import train
 
     model_config = ModelConfig(
-        hidden_dim=args.hidden, num_layers=args.layers, join=args.join, layout_join=args.layout_join,
+        hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join, layout_join=args.layout_join,
         cross_config_attention=args.attention, prune_hops=args.prune_hops,
         collapse_chains=args.collapse_chains,
     )

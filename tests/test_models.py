@@ -139,13 +139,27 @@ def test_pruning_with_hops_at_least_layers_is_exact_on_a_larger_graph():
     np.testing.assert_allclose(predict_scores(model, sample), full, rtol=1e-5, atol=1e-5)
 
 
+def test_config_layers_run_config_free_layers_once_and_prune_exactly():
+    sample = layout_sample(n=60, config_nodes=(3, 4))
+    model = make_model(sample, num_layers=3, config_layers=1, prune_hops=60)  # the whole graph
+    context = model.encode_graph(graph_inputs(sample, model.config, "cpu"))
+    assert model.shared_layers == 2 and context.rows_per_config == 60
+    whole = predict_scores(model, sample)
+    model.config = replace(model.config, prune_hops=None)  # pruned to config_layers hops
+    context = model.encode_graph(graph_inputs(sample, model.config, "cpu"))
+    assert context.rows_per_config < 20 and len(context.outside) == 1
+    np.testing.assert_allclose(predict_scores(model, sample), whole, rtol=1e-5, atol=1e-5)
+    joined_first = make_model(sample, num_layers=3)
+    assert not np.allclose(predict_scores(joined_first, sample), whole)  # another computation
+
+
 # Reuse and encodings
 
 
 @pytest.mark.parametrize(
     "variant",
     ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late", "layout-gat",
-     "layout-gin", "layout-gps", "flags-early-gps"],
+     "layout-gin", "layout-gps", "flags-early-gps", "layout-config-layers", "flags-config-layers"],
 )
 def test_scoring_configs_together_equals_one_at_a_time(variant):
     make, options = {
@@ -158,6 +172,8 @@ def test_scoring_configs_together_equals_one_at_a_time(variant):
         "layout-gin": (layout_sample, {"conv": "gin"}),
         "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
         "flags-early-gps": (flags_sample, {"join": "early", "conv": "gps", "attention_heads": 2}),
+        "layout-config-layers": (layout_sample, {"config_layers": 1}),
+        "flags-config-layers": (flags_sample, {"join": "early", "config_layers": 1}),
     }[variant]
     sample = make()
     model = make_model(sample, **options)
@@ -304,6 +320,10 @@ def test_model_config_rejects_bad_values():
         ModelConfig(conv="gcn")
     with pytest.raises(HlotuneError, match="prune_hops needs conv 'sage'"):
         ModelConfig(conv="gat", prune_hops=3)
+    with pytest.raises(HlotuneError, match="config_layers must be"):
+        ModelConfig(config_layers=4)
+    with pytest.raises(HlotuneError, match="config_layers applies"):
+        ModelConfig(layout_join="late", config_layers=1).with_data("layout", 140, 18)
     with pytest.raises(HlotuneError, match="prune_hops applies"):
         ModelConfig(layout_join="late", prune_hops=2)
     with pytest.raises(HlotuneError, match="set"):

@@ -34,6 +34,11 @@ class ModelConfig:
     `prune_hops` (layout, "nodes"): propagate the config-dependent part only within that many
     hops of the configurable nodes; with prune_hops >= num_layers this is exact, below it an
     approximation.
+    `config_layers` (configs joined before message passing): configs join before only the last
+    that many layers; the first ones run once per graph without them. Layout configs then
+    reach only nodes within config_layers hops, so those layers run on that neighbourhood
+    alone (pruned exactly, unless a smaller prune_hops asks for less): ranking costs a
+    fraction of the full join, while layouts still meet their neighbours and each other.
     `conv` picks the graph layer (`convs.py`); model files from before it existed used "sage".
     `collapse_chains`: the model reads graphs with their chains of plain nodes collapsed
     (`compress.py`), in training and inference alike.
@@ -52,6 +57,7 @@ class ModelConfig:
     cross_config_attention: bool = False
     attention_heads: int = 4
     prune_hops: int | None = None
+    config_layers: int | None = None
     collapse_chains: bool = False
     dropout: float = 0.0
 
@@ -73,6 +79,10 @@ class ModelConfig:
             return f"layout_join must be 'nodes' or 'late', got {self.layout_join!r}"
         if self.layout_join == "late" and self.prune_hops is not None:
             return "prune_hops applies to layout_join 'nodes' (late join propagates no configs)"
+        if self.config_layers is not None and not 1 <= self.config_layers <= self.num_layers:
+            return f"config_layers must be in 1..num_layers, got {self.config_layers}"
+        if self.config_layers is not None and self.collection is not None and self.joins_late:
+            return "config_layers applies to configs joined before message passing, not late"
         if self.collection == "layout" and self.config_dim not in (None, LAYOUT_CONFIG_DIM):
             return f"layout configs have {LAYOUT_CONFIG_DIM} columns, not {self.config_dim}"
         positive = ("hidden_dim", "opcode_dim", "num_layers", "attention_heads")
@@ -91,6 +101,16 @@ class ModelConfig:
             names = len(self.config_feat_names)
             return f"{names} config_feat_names for config_dim {self.config_dim}"
         return None
+
+    @property
+    def joins_late(self) -> bool:
+        """Whether this collection's configs join after message passing (`join`/`layout_join`)."""
+        return (self.layout_join if self.collection == "layout" else self.join) == "late"
+
+    @property
+    def pruning_hops(self) -> int | None:
+        """Hops that config-dependent layers run within: prune_hops, else config_layers."""
+        return self.prune_hops if self.prune_hops is not None else self.config_layers
 
     @property
     def complete(self) -> bool:
@@ -159,6 +179,7 @@ _TYPE_CHECKS = {
     "cross_config_attention": lambda v: isinstance(v, bool),
     "collapse_chains": lambda v: isinstance(v, bool),
     "prune_hops": lambda v: v is None or _is_int(v),
+    "config_layers": lambda v: v is None or _is_int(v),
     "dropout": _is_number,
 }
 

@@ -12,7 +12,9 @@ the config-dependent rest for a batch of C configs. How much is shared depends o
 late join shares the whole GNN (a config is then one vector against the pooled graph, or for
 layout its sites against their nodes' final embeddings); early join and layout configs joined
 at the nodes need message passing per config, which for layout runs only on the configurable
-nodes' neighbourhood when `prune_hops` is set (see `prune.py`).
+nodes' neighbourhood when `prune_hops` is set (see `prune.py`). `config_layers` shares the
+first layers too and joins the configs before the last ones only, so their neighbourhood is
+that many hops.
 """
 
 from __future__ import annotations
@@ -113,32 +115,39 @@ class GraphCostModel(nn.Module):
         """Scores `(C,)` of C configs of one graph, `(C, config_dim)` or `(C, nc, 18)` (layout)."""
         return self.score(self.encode_graph(graph), configs)
 
-    def encode_graph(self, graph: GraphInputs) -> GraphContext:
-        n = graph.num_nodes
-        nodes = self._encode_nodes(graph)
+    @property
+    def shared_layers(self) -> int:
+        """Layers before any config joins, run once per graph: all of them with a late join."""
         if self.late_join or self.layout_late:
-            for conv in self.convs:
-                nodes = conv(nodes, graph.edge_index)
+            return len(self.convs)
+        return len(self.convs) - (self.config.config_layers or len(self.convs))
+
+    def encode_graph(self, graph: GraphInputs) -> GraphContext:
+        n, shared = graph.num_nodes, self.shared_layers
+        nodes = _propagate(self._encode_nodes(graph), graph.edge_index, self.convs[:shared])
+        if self.late_join or self.layout_late:
             sites = nodes[graph.node_config_ids] if self.layout_late else None
             return GraphContext(n, pooled=_readout(nodes.sum(dim=-2), n), sites=sites)
         whole = GraphContext(
             n, nodes=nodes, edge_index=graph.edge_index, config_nodes=graph.node_config_ids
         )
-        if graph.node_config_ids is None or self.config.prune_hops is None:
+        hops = self.config.pruning_hops
+        if graph.node_config_ids is None or hops is None:
             return whole
-        subgraph = prune(graph.edge_index, graph.node_config_ids, n, self.config.prune_hops)
+        subgraph = prune(graph.edge_index, graph.node_config_ids, n, hops)
         return whole if subgraph.is_whole_graph else self._pruned(nodes, graph.edge_index, subgraph)
 
     def _pruned(self, nodes: Tensor, edge_index: Tensor, subgraph: Subgraph) -> GraphContext:
-        """Run the layers once over the whole graph without configs, to summarise the dropped part.
+        """Run the config layers once over the whole graph without configs, to summarise the
+        dropped part.
 
-        A dropped node is more than prune_hops hops from every configurable node, so with
-        prune_hops >= num_layers no config reaches it: its embeddings here are exact, and so are
-        the messages it sends into the subgraph.
+        A dropped node is more than its hops from every configurable node, so with hops >= the
+        config layers no config reaches it: its embeddings here are exact, and so are the
+        messages it sends into the subgraph.
         """
         kept, boundary, n = subgraph.nodes, subgraph.boundary_edge_index, subgraph.num_nodes
         outside, state = [], nodes
-        for conv in self.convs:
+        for conv in self.convs[self.shared_layers :]:
             outside.append(conv.summed_messages(state, boundary, n)[kept])
             state = conv(state, edge_index)
         dropped = torch.ones(n, dtype=torch.bool, device=nodes.device)
@@ -157,8 +166,8 @@ class GraphCostModel(nn.Module):
         if self.late_join or self.layout_late:
             return self._head(context.pooled, configs, context.sites)
         x = self._join(context, configs)
-        outside = context.outside or [None] * len(self.convs)
-        for conv, messages in zip(self.convs, outside):
+        convs = self.convs[self.shared_layers :]
+        for conv, messages in zip(convs, context.outside or [None] * len(convs)):
             x = conv(x, context.edge_index, messages)
         return self._head(_readout(x.sum(dim=-2) + context.outside_sum, context.num_nodes), configs)
 
@@ -167,13 +176,12 @@ class GraphCostModel(nn.Module):
         `(C, H)` for its slice of the config batch, or `(1, H)` when no config reaches it (late
         join, or a layout segment without configurable nodes), which then runs once, not C times.
         """
-        x = self._encode_nodes(segment)
+        shared, edges = self.shared_layers, segment.edge_index
+        x = _propagate(self._encode_nodes(segment), edges, self.convs[:shared])
         ids = segment.node_config_ids
         if not self.late_join and (ids is None or ids.numel()):
             x = self._join(GraphContext(segment.num_nodes, nodes=x, config_nodes=ids), configs)
-        for conv in self.convs:
-            x = conv(x, segment.edge_index)
-        return x.sum(dim=-2).reshape(-1, x.shape[-1])
+        return _propagate(x, edges, self.convs[shared:]).sum(dim=-2).reshape(-1, x.shape[-1])
 
     def score_segments(self, total: Tensor, num_nodes: int, configs: Tensor) -> Tensor:
         """Scores `(C,)` from the segments' summed `segment_sum`s over a graph of `num_nodes`:
@@ -250,6 +258,12 @@ def _state_problem(expected: dict[str, Tensor], found: dict[str, Tensor]) -> str
 
 def _some(names: list[str]) -> str:
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def _propagate(x: Tensor, edge_index: Tensor, convs: nn.ModuleList) -> Tensor:
+    for conv in convs:
+        x = conv(x, edge_index)
+    return x
 
 
 def _readout(total: Tensor, num_nodes: int) -> Tensor:

@@ -52,6 +52,9 @@ def _add_train(commands) -> None:
                        "or meet the nodes' final embeddings (late: much faster ranking)")
     train.add_argument("--prune-hops", type=int,
                        help="layout: propagate configs only within this many hops")
+    train.add_argument("--config-layers", type=int,
+                       help="configs join before only the last N layers; the first run once per "
+                       "graph, and layouts propagate only N hops (fast ranking)")
     train.add_argument("--collapse-chains", action="store_true",
                        help="collapse chains of nodes with one operand, one user and no config "
                        "(kept in the model: eval and predict collapse too)")
@@ -125,6 +128,7 @@ def _train(args: argparse.Namespace) -> int:
     model_config = ModelConfig(
         hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join, layout_join=args.layout_join,
         cross_config_attention=args.attention, prune_hops=args.prune_hops,
+        config_layers=args.config_layers,
         collapse_chains=args.collapse_chains,
     )
     result = train(

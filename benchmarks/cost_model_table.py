@@ -45,6 +45,7 @@ ABLATIONS = {
     "no attention": dict(cross_config_attention=False),
     "no pruning": dict(prune_hops=None),
     "layouts joined late": dict(layout_join="late", prune_hops=None),
+    "layout sites attend to each other": dict(layout_join="sites", prune_hops=None),
     "layouts join the last 2 layers": dict(config_layers=2, prune_hops=None),
     "layouts join the last layer": dict(config_layers=1, prune_hops=None),
 }

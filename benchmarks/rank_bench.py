@@ -69,6 +69,7 @@ def main(argv: list[str] | None = None) -> None:
         "layout last 2 layers": (_layout(fixture, args.configs), ModelConfig(config_layers=2), "layout"),
         "layout last layer": (_layout(fixture, args.configs), ModelConfig(config_layers=1), "layout"),
         "layout late join": (_layout(fixture, args.configs), ModelConfig(layout_join="late"), "layout"),
+        "layout sites": (_layout(fixture, args.configs), ModelConfig(layout_join="sites"), "layout"),
         "flags late join": (_flags(fixture, args.configs), ModelConfig(join="late"), "flags"),
     }
     measured = measure_seconds_per_config()

@@ -83,6 +83,7 @@ VARIANTS = {
     "layout-pruned": (layout_sample, {"prune_hops": 2}),
     "layout-late": (layout_sample, {"layout_join": "late"}),
     "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
+    "layout-sites": (layout_sample, {"layout_join": "sites", "attention_heads": 2}),
 }
 
 
@@ -153,13 +154,30 @@ def test_config_layers_run_config_free_layers_once_and_prune_exactly():
     assert not np.allclose(predict_scores(joined_first, sample), whole)  # another computation
 
 
+def test_late_joined_sites_attend_to_each_other_with_layout_join_sites():
+    """Late join adds up what each site's layout does alone; with "sites" a site's effect
+    depends on the other sites' layouts, so changes at two sites no longer add up."""
+    sample = layout_sample(c=4)
+    feat = sample.configs.node_config_feat
+    feat[1], feat[2], feat[3] = feat[0], feat[0], feat[0]
+    feat[1, 0, 0], feat[2, 1, 0] = (feat[0, 0, 0] + 1) % 6, (feat[0, 1, 0] + 1) % 6
+    feat[3, 0, 0], feat[3, 1, 0] = feat[1, 0, 0], feat[2, 1, 0]  # both changes
+    for join, additive in (("late", True), ("sites", False)):
+        model = make_model(sample, layout_join=join, attention_heads=2, hidden_dim=32)
+        context = model.encode_graph(graph_inputs(sample, model.config, "cpu"))
+        total = model.site_sum(context.sites, torch.as_tensor(feat)).detach()
+        assert torch.allclose(total[3] - total[0], (total[1] - total[0]) + (total[2] - total[0]),
+                              atol=1e-5) == additive
+
+
 # Reuse and encodings
 
 
 @pytest.mark.parametrize(
     "variant",
     ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late", "layout-gat",
-     "layout-gin", "layout-gps", "flags-early-gps", "layout-config-layers", "flags-config-layers"],
+     "layout-gin", "layout-gps", "flags-early-gps", "layout-config-layers", "flags-config-layers",
+     "layout-sites"],
 )
 def test_scoring_configs_together_equals_one_at_a_time(variant):
     make, options = {
@@ -173,6 +191,7 @@ def test_scoring_configs_together_equals_one_at_a_time(variant):
         "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
         "flags-early-gps": (flags_sample, {"join": "early", "conv": "gps", "attention_heads": 2}),
         "layout-config-layers": (layout_sample, {"config_layers": 1}),
+        "layout-sites": (layout_sample, {"layout_join": "sites", "attention_heads": 2}),
         "flags-config-layers": (flags_sample, {"join": "early", "config_layers": 1}),
     }[variant]
     sample = make()

@@ -17,7 +17,7 @@ from hlotune.errors import HlotuneError
 
 CONVS = ("sage", "gat", "gin", "gps")
 JOINS = ("early", "late")
-LAYOUT_JOINS = ("nodes", "late")
+LAYOUT_JOINS = ("nodes", "late", "sites")
 LAYOUT_CONFIG_DIM = 18  # minor-to-major of output, input and kernel: 6 slots each
 
 
@@ -30,7 +30,8 @@ class ModelConfig:
     once per graph. Layout configs belong to nodes: `layout_join` "nodes" adds them at the
     configurable nodes before message passing, "late" meets each with its node's final
     (config-free) embedding after it, so the GNN runs once per graph and a config costs only
-    its sites (fast ranking, no propagation of layouts through the graph).
+    its sites (fast ranking, no propagation of layouts through the graph); "sites" is late with
+    the sites of each config attending to each other first, so layouts meet other layouts.
     `prune_hops` (layout, "nodes"): propagate the config-dependent part only within that many
     hops of the configurable nodes; with prune_hops >= num_layers this is exact, below it an
     approximation.
@@ -76,8 +77,8 @@ class ModelConfig:
         if self.join not in JOINS:
             return f"join must be 'early' or 'late', got {self.join!r}"
         if self.layout_join not in LAYOUT_JOINS:
-            return f"layout_join must be 'nodes' or 'late', got {self.layout_join!r}"
-        if self.layout_join == "late" and self.prune_hops is not None:
+            return f"layout_join must be one of {', '.join(LAYOUT_JOINS)}, got {self.layout_join!r}"
+        if self.layout_join != "nodes" and self.prune_hops is not None:
             return "prune_hops applies to layout_join 'nodes' (late join propagates no configs)"
         if self.config_layers is not None and not 1 <= self.config_layers <= self.num_layers:
             return f"config_layers must be in 1..num_layers, got {self.config_layers}"
@@ -90,7 +91,9 @@ class ModelConfig:
             value = getattr(self, name)
             if value is not None and value < (1 if name in positive else 0):
                 return f"{name} must be positive, got {value}"
-        heads_used = self.cross_config_attention or self.conv in ("gat", "gps")
+        heads_used = (
+            self.cross_config_attention or self.layout_join == "sites" or self.conv in ("gat", "gps")
+        )
         if heads_used and self.hidden_dim % self.attention_heads:
             return f"hidden_dim {self.hidden_dim} is not divisible by {self.attention_heads} heads"
         if self.prune_hops is not None and self.prune_hops < 0:
@@ -105,7 +108,7 @@ class ModelConfig:
     @property
     def joins_late(self) -> bool:
         """Whether this collection's configs join after message passing (`join`/`layout_join`)."""
-        return (self.layout_join if self.collection == "layout" else self.join) == "late"
+        return (self.layout_join if self.collection == "layout" else self.join) in ("late", "sites")
 
     @property
     def pruning_hops(self) -> int | None:

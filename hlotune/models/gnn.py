@@ -86,6 +86,8 @@ class GraphCostModel(nn.Module):
         self.embed = _mlp(2 * hidden + (hidden if shared else 0), hidden, hidden, dropout)
         if self.layout_late:
             self.site_encoder = _mlp(2 * hidden, hidden, hidden, dropout)
+        if config.layout_join == "sites":
+            self.site_attention = CrossConfigAttention(hidden, config.attention_heads, dropout)
         self.attention = (
             CrossConfigAttention(hidden, config.attention_heads, dropout)
             if config.cross_config_attention
@@ -99,7 +101,7 @@ class GraphCostModel(nn.Module):
 
     @property
     def layout_late(self) -> bool:
-        return self.config.collection == "layout" and self.config.layout_join == "late"
+        return self.config.collection == "layout" and self.config.layout_join in ("late", "sites")
 
     @property
     def device(self) -> torch.device:
@@ -195,19 +197,28 @@ class GraphCostModel(nn.Module):
     def _head(self, features: Tensor, configs: Tensor, sites: Tensor | None = None) -> Tensor:
         """Pooled `(C or 1, 2H)` readout -> scores `(C,)`; late join adds the configs here: a
         graph-level config as one vector, a layout as the sum over its sites of each site's
-        layout met with its node's final embedding (`sites`)."""
+        layout met with its node's final embedding (`sites`), after the sites of a config
+        attended to each other with layout_join "sites"."""
         if self.late_join:
             encoded = self.config_encoder(self.config_norm(configs))
             features = torch.cat((features.expand(len(configs), -1), encoded), dim=-1)
         elif self.layout_late:
-            layouts = self.config_encoder(configs)  # (C, nc, H)
-            nodes = sites.expand(len(configs), -1, -1)
-            met = self.site_encoder(torch.cat((nodes, layouts), dim=-1)).sum(dim=-2)
+            met = self.site_sum(sites, configs)
             features = torch.cat((features.expand(len(configs), -1), met), dim=-1)
         embedded = self.embed(features)
         if self.attention is not None:
             embedded = self.attention(embedded)
         return self.head(embedded).squeeze(-1)
+
+    def site_sum(self, sites: Tensor, configs: Tensor) -> Tensor:
+        """`(C, H)`: over a layout's sites, each site's layout met with its node's final state
+        `sites` `(nc, H)`, the sites of a config attending to each other first ("sites")."""
+        layouts = self.config_encoder(configs)  # (C, nc, H)
+        nodes = sites.expand(len(configs), -1, -1)
+        met = self.site_encoder(torch.cat((nodes, layouts), dim=-1))
+        if self.config.layout_join == "sites":
+            met = self.site_attention(met)
+        return met.sum(dim=-2)
 
     def _join(self, context: GraphContext, configs: Tensor) -> Tensor:
         """`(C, k, H)` node states with each config added in: at every node (graph-level; adding a

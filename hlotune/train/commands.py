@@ -47,9 +47,10 @@ def _add_train(commands) -> None:
     train.add_argument("--join", choices=("early", "late"), default="late",
                        help="where graph-level configs (tile, flags) join")
     train.add_argument("--attention", action="store_true", help="cross-config attention")
-    train.add_argument("--layout-join", choices=("nodes", "late"), default="nodes",
+    train.add_argument("--layout-join", choices=("nodes", "late", "sites"), default="nodes",
                        help="layout configs join at their nodes before message passing (nodes) "
-                       "or meet the nodes' final embeddings (late: much faster ranking)")
+                       "or meet the nodes' final embeddings (late: much faster ranking; sites: "
+                       "late, the sites of a config attending to each other first)")
     train.add_argument("--prune-hops", type=int,
                        help="layout: propagate configs only within this many hops")
     train.add_argument("--config-layers", type=int,

@@ -337,8 +337,10 @@ def test_model_config_rejects_bad_values():
         ModelConfig(layout_join="early")
     with pytest.raises(HlotuneError, match="conv must be"):
         ModelConfig(conv="gcn")
-    with pytest.raises(HlotuneError, match="prune_hops needs conv 'sage'"):
+    with pytest.raises(HlotuneError, match="needs conv 'sage'"):
         ModelConfig(conv="gat", prune_hops=3)
+    with pytest.raises(HlotuneError, match="needs conv 'sage'"):
+        ModelConfig(conv="gin", config_layers=1).with_data("layout", 140, 18)
     with pytest.raises(HlotuneError, match="config_layers must be"):
         ModelConfig(config_layers=4)
     with pytest.raises(HlotuneError, match="config_layers applies"):

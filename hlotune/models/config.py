@@ -72,8 +72,12 @@ class ModelConfig:
             return f"collection must be one of {', '.join(COLLECTIONS)}, got {self.collection!r}"
         if self.conv not in CONVS:
             return f"conv must be one of {', '.join(CONVS)}, got {self.conv!r}"
-        if self.prune_hops is not None and self.conv != "sage":
-            return "prune_hops needs conv 'sage', whose summed messages can be precomputed"
+        layout_config_layers = self.config_layers is not None and self.collection == "layout"
+        if self.conv != "sage" and (self.prune_hops is not None or layout_config_layers):
+            return (
+                "pruning (prune_hops, or config_layers on layouts) needs conv 'sage', whose "
+                "summed messages can be precomputed"
+            )
         if self.join not in JOINS:
             return f"join must be 'early' or 'late', got {self.join!r}"
         if self.layout_join not in LAYOUT_JOINS:

@@ -170,6 +170,20 @@ def test_late_joined_sites_attend_to_each_other_with_layout_join_sites():
                               atol=1e-5) == additive
 
 
+def test_drop_edge_drops_edges_in_training_only():
+    sample = layout_sample()
+    model = make_model(sample, drop_edge=0.5)
+    plain = make_model(sample)  # the same weights without DropEdge
+    np.testing.assert_array_equal(predict_scores(model, sample), predict_scores(plain, sample))
+    graph = graph_inputs(sample, model.config, "cpu")
+    configs = torch.as_tensor(sample.configs.node_config_feat)
+    model.train()
+    torch.manual_seed(0)
+    first, second = model(graph, configs), model(graph, configs)
+    assert not torch.allclose(first, second)  # each step drops other edges
+    assert model.encode_graph(graph).edge_index.shape[1] < graph.edge_index.shape[1]
+
+
 # Reuse and encodings
 
 

@@ -40,6 +40,7 @@ class ModelConfig:
     reach only nodes within config_layers hops, so those layers run on that neighbourhood
     alone (pruned exactly, unless a smaller prune_hops asks for less): ranking costs a
     fraction of the full join, while layouts still meet their neighbours and each other.
+    `drop_edge`: the fraction of edges each training step removes at random (DropEdge).
     `conv` picks the graph layer (`convs.py`); model files from before it existed used "sage".
     `collapse_chains`: the model reads graphs with their chains of plain nodes collapsed
     (`compress.py`), in training and inference alike.
@@ -61,6 +62,7 @@ class ModelConfig:
     config_layers: int | None = None
     collapse_chains: bool = False
     dropout: float = 0.0
+    drop_edge: float = 0.0
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -102,8 +104,9 @@ class ModelConfig:
             return f"hidden_dim {self.hidden_dim} is not divisible by {self.attention_heads} heads"
         if self.prune_hops is not None and self.prune_hops < 0:
             return f"prune_hops must be >= 0 or None, got {self.prune_hops}"
-        if not 0.0 <= self.dropout < 1.0:
-            return f"dropout must be in [0, 1), got {self.dropout}"
+        for name in ("dropout", "drop_edge"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                return f"{name} must be in [0, 1), got {getattr(self, name)}"
         if self.config_feat_names and len(self.config_feat_names) != self.config_dim:
             names = len(self.config_feat_names)
             return f"{names} config_feat_names for config_dim {self.config_dim}"
@@ -188,6 +191,7 @@ _TYPE_CHECKS = {
     "prune_hops": lambda v: v is None or _is_int(v),
     "config_layers": lambda v: v is None or _is_int(v),
     "dropout": _is_number,
+    "drop_edge": _is_number,
 }
 
 

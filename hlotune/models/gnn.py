@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.utils import dropout_edge
 
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
@@ -125,19 +126,17 @@ class GraphCostModel(nn.Module):
         return len(self.convs) - (self.config.config_layers or len(self.convs))
 
     def encode_graph(self, graph: GraphInputs) -> GraphContext:
-        n, shared = graph.num_nodes, self.shared_layers
-        nodes = _propagate(self._encode_nodes(graph), graph.edge_index, self.convs[:shared])
+        n, shared, edges = graph.num_nodes, self.shared_layers, self._edges(graph.edge_index)
+        nodes = _propagate(self._encode_nodes(graph), edges, self.convs[:shared])
         if self.late_join or self.layout_late:
             sites = nodes[graph.node_config_ids] if self.layout_late else None
             return GraphContext(n, pooled=_readout(nodes.sum(dim=-2), n), sites=sites)
-        whole = GraphContext(
-            n, nodes=nodes, edge_index=graph.edge_index, config_nodes=graph.node_config_ids
-        )
+        whole = GraphContext(n, nodes=nodes, edge_index=edges, config_nodes=graph.node_config_ids)
         hops = self.config.pruning_hops
         if graph.node_config_ids is None or hops is None:
             return whole
-        subgraph = prune(graph.edge_index, graph.node_config_ids, n, hops)
-        return whole if subgraph.is_whole_graph else self._pruned(nodes, graph.edge_index, subgraph)
+        subgraph = prune(edges, graph.node_config_ids, n, hops)
+        return whole if subgraph.is_whole_graph else self._pruned(nodes, edges, subgraph)
 
     def _pruned(self, nodes: Tensor, edge_index: Tensor, subgraph: Subgraph) -> GraphContext:
         """Run the config layers once over the whole graph without configs, to summarise the
@@ -178,7 +177,7 @@ class GraphCostModel(nn.Module):
         `(C, H)` for its slice of the config batch, or `(1, H)` when no config reaches it (late
         join, or a layout segment without configurable nodes), which then runs once, not C times.
         """
-        shared, edges = self.shared_layers, segment.edge_index
+        shared, edges = self.shared_layers, self._edges(segment.edge_index)
         x = _propagate(self._encode_nodes(segment), edges, self.convs[:shared])
         ids = segment.node_config_ids
         if not self.late_join and (ids is None or ids.numel()):
@@ -189,6 +188,13 @@ class GraphCostModel(nn.Module):
         """Scores `(C,)` from the segments' summed `segment_sum`s over a graph of `num_nodes`:
         the same readout as `score`, so a segmentation that cuts no edge gives the same scores."""
         return self._head(_readout(total.expand(len(configs), -1), num_nodes), configs)
+
+    def _edges(self, edge_index: Tensor) -> Tensor:
+        """DropEdge: in training, each step sees the graph with a random `drop_edge` of its edges
+        removed, so the model cannot lean on any one path (a regulariser for few graphs)."""
+        if not (self.training and self.config.drop_edge):
+            return edge_index
+        return dropout_edge(edge_index, p=self.config.drop_edge, force_undirected=False)[0]
 
     def _encode_nodes(self, graph: GraphInputs) -> Tensor:
         opcodes = self.opcode_embedding(graph.node_opcode)

@@ -56,6 +56,8 @@ def _add_train(commands) -> None:
     train.add_argument("--config-layers", type=int,
                        help="configs join before only the last N layers; the first run once per "
                        "graph, and layouts propagate only N hops (fast ranking)")
+    train.add_argument("--drop-edge", type=float, default=0.0, metavar="P",
+                       help="DropEdge: each training step removes this fraction of edges")
     train.add_argument("--collapse-chains", action="store_true",
                        help="collapse chains of nodes with one operand, one user and no config "
                        "(kept in the model: eval and predict collapse too)")
@@ -129,7 +131,7 @@ def _train(args: argparse.Namespace) -> int:
     model_config = ModelConfig(
         hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join, layout_join=args.layout_join,
         cross_config_attention=args.attention, prune_hops=args.prune_hops,
-        config_layers=args.config_layers,
+        config_layers=args.config_layers, drop_edge=args.drop_edge,
         collapse_chains=args.collapse_chains,
     )
     result = train(

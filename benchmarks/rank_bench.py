@@ -4,13 +4,17 @@ A cost model pays off in an autotuner only if ranking a config is far cheaper th
 and timing it; the goal is 1000x. This scores 10,000 configs of the unet_3d fixture graph
 (3163 nodes, 62 configurable; its 1965 measured layouts repeated up to 10k) with an untrained
 GraphCostModel, whose weights do not change the time: layout configs with message passing
-over the whole graph, pruned to `prune_hops = num_layers` hops (exact), and joined late (each
-site's layout meets its node's final embedding: no propagation per config), and flags configs
-with late join. The time is `predict_scores` end to end, graph encoding included, after one
+over the whole graph, pruned to `prune_hops = num_layers` hops (exact), joined before the last
+one or two layers only (`config_layers`: the first run once per graph, the rest on the 1- or
+2-hop neighbourhood of the configurable nodes) and joined late (each site's layout meets its
+node's final embedding: no propagation per config), and flags configs with late join. The time is `predict_scores` end to end, graph encoding included, after one
 warm-up call. What a measured config costs comes from the built-in dataset's summaries:
 collection seconds over configs tried (measured + failed).
 
-    python benchmarks/rank_bench.py [--configs 10000] [--threads N] [--max-rows R] [--json]
+    python benchmarks/rank_bench.py [--configs 10000] [--threads N] [--max-rows R] [--repeats K]
+                                    [--cases CASE ...] [--json]
+
+With --repeats K each case is timed K times; the table shows the median and the JSON every run.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -47,6 +52,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--max-rows", type=int, default=MAX_ROWS,
                         help="node rows per forward pass (predict_scores' chunking)")
+    parser.add_argument("--repeats", type=int, default=1, help="timed runs per case (median)")
+    parser.add_argument("--cases", nargs="+", help="only these cases (default: all)")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
     args = parser.parse_args(argv)
     if args.threads:
@@ -59,7 +66,10 @@ def main(argv: list[str] | None = None) -> None:
     cases = {  # case: (configs, model, the collection whose measuring it replaces)
         "layout": (_layout(fixture, args.configs), ModelConfig(), "layout"),
         "layout pruned": (_layout(fixture, args.configs), ModelConfig(prune_hops=layers), "layout"),
+        "layout last 2 layers": (_layout(fixture, args.configs), ModelConfig(config_layers=2), "layout"),
+        "layout last layer": (_layout(fixture, args.configs), ModelConfig(config_layers=1), "layout"),
         "layout late join": (_layout(fixture, args.configs), ModelConfig(layout_join="late"), "layout"),
+        "layout sites": (_layout(fixture, args.configs), ModelConfig(layout_join="sites"), "layout"),
         "flags late join": (_flags(fixture, args.configs), ModelConfig(join="late"), "flags"),
     }
     measured = measure_seconds_per_config()
@@ -67,7 +77,10 @@ def main(argv: list[str] | None = None) -> None:
           f"{torch.get_num_threads()} torch thread(s), {args.max_rows} rows per pass, CPU")
     results = []
     for case, (sample, config, collection) in cases.items():
-        seconds = time_ranking(sample, config, args.max_rows)
+        if args.cases and case not in args.cases:
+            continue
+        runs = [time_ranking(sample, config, args.max_rows) for _ in range(args.repeats)]
+        seconds = statistics.median(runs)
         per_config = seconds / sample.num_configs
         # Until the built-in layout collection is measured, flags stand in for its cost.
         against = collection if collection in measured else next(iter(measured), None)
@@ -75,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
             "case": case,
             "configs": sample.num_configs,
             "seconds": seconds,
+            "runs_s": runs,
             "configs_per_s": sample.num_configs / seconds,
             "seconds_per_10k": per_config * 10_000,
             "measured_collection": against,
@@ -95,8 +109,9 @@ def _print_table(results: list[dict], measured: dict[str, float]) -> None:
         verdict = "" if speedup is None else (
             f", {speedup:,.0f}x faster than measuring {row['measured_collection']} configs"
             + (" (goal met)" if speedup >= GOAL else f" (goal {GOAL}x)"))
-        print(f"{row['case']:<16} {row['configs_per_s']:>10,.0f} configs/s, "
-              f"{row['seconds_per_10k']:.2f} s per 10k{verdict}")
+        spread = f" (runs {min(row['runs_s']):.2f}-{max(row['runs_s']):.2f} s)" if len(row["runs_s"]) > 1 else ""
+        print(f"{row['case']:<20} {row['configs_per_s']:>10,.0f} configs/s, "
+              f"{row['seconds_per_10k']:.2f} s per 10k{spread}{verdict}")
 
 
 def time_ranking(sample: GraphSample, config: ModelConfig, max_rows: int = MAX_ROWS) -> float:

@@ -181,6 +181,21 @@ def test_train_eval_predict_round_trip(tmp_path, tpugraphs_dir):
     assert any(row.startswith("tile:xla:") for row in rows)
 
 
+def test_train_model_options_reach_the_model_file(tmp_path):
+    """--conv, --config-layers and --drop-edge are stored in config.json, and a combination
+    the model cannot run is a one-line error."""
+    options = ["--conv", "gin", "--config-layers", "1", "--drop-edge", "0.2", "--layers", "2"]
+    result = hlotune("train", "--data", "builtin:layout/valid", "--out", tmp_path / "m",
+                     "--epochs", "1", "--hidden", "8", "-q", *options)
+    assert result.returncode == 1  # gin cannot prune to the config layers' hops
+    assert_clean_error(result, "needs conv 'sage'")
+    result = hlotune("train", "--data", "builtin:layout/valid", "--out", tmp_path / "m",
+                     "--epochs", "1", "--hidden", "8", "-q", *options[2:])
+    assert result.returncode == 0, result.stderr
+    model = json.loads((tmp_path / "m" / "model" / "config.json").read_text())["model"]
+    assert (model["conv"], model["config_layers"], model["drop_edge"]) == ("sage", 1, 0.2)
+
+
 def test_eval_with_bad_models_and_options(tmp_path, tpugraphs_dir):
     tile = tpugraphs_dir / "npz" / "tile" / "xla"
     (tmp_path / "broken").mkdir()

@@ -138,6 +138,27 @@ def test_flags_and_graph_only_round_trip(tpugraphs_dir: Path, tmp_path: Path) ->
     assert list(tmp_path.joinpath("sub").iterdir()) == [path]
 
 
+@pytest.mark.parametrize("folder", ["tile/xla/train", "layout/xla/random/train"])
+def test_to_pyg_gives_a_valid_data_with_configs_and_runtimes(tpugraphs_dir: Path, folder: str) -> None:
+    from torch_geometric.data import Batch
+
+    sample = read_sample(first_npz(tpugraphs_dir, folder))
+    data = sample.to_pyg()
+    assert data.validate() and data.num_nodes == sample.graph.num_nodes
+    u, v = sample.graph.edge_index[0]
+    assert data.edge_index[:, 0].tolist() == [v, u]  # operand sends to its consumer
+    np.testing.assert_array_equal(data.x.numpy(), sample.graph.node_feat)
+    np.testing.assert_array_equal(data.config_runtime.numpy(), sample.configs.config_runtime)
+    layout = sample.collection == "layout"
+    feat = sample.configs.node_config_feat if layout else sample.configs.config_feat
+    np.testing.assert_array_equal(data.config_feat.numpy(), feat)
+    if layout:
+        ids = sample.configs.node_config_ids
+        batch = Batch.from_data_list([data, data])
+        assert batch.node_config_index.tolist() == [*ids, *(ids + data.num_nodes)]
+    assert "config_feat" not in GraphSample(sample.graph, None).to_pyg()
+
+
 def test_read_converts_to_canonical_dtypes(tpugraphs_dir: Path, tmp_path: Path) -> None:
     arrays = load(first_npz(tpugraphs_dir, "tile/xla/train"))
     arrays["edge_index"] = arrays["edge_index"].astype(np.int32)

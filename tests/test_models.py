@@ -82,6 +82,8 @@ VARIANTS = {
     "flags-early-attention": (flags_sample, {"join": "early", "cross_config_attention": True, "attention_heads": 2}),
     "layout-pruned": (layout_sample, {"prune_hops": 2}),
     "layout-late": (layout_sample, {"layout_join": "late"}),
+    "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
+    "layout-sites": (layout_sample, {"layout_join": "sites", "attention_heads": 2}),
 }
 
 
@@ -138,11 +140,58 @@ def test_pruning_with_hops_at_least_layers_is_exact_on_a_larger_graph():
     np.testing.assert_allclose(predict_scores(model, sample), full, rtol=1e-5, atol=1e-5)
 
 
+def test_config_layers_run_config_free_layers_once_and_prune_exactly():
+    sample = layout_sample(n=60, config_nodes=(3, 4))
+    model = make_model(sample, num_layers=3, config_layers=1, prune_hops=60)  # the whole graph
+    context = model.encode_graph(graph_inputs(sample, model.config, "cpu"))
+    assert model.shared_layers == 2 and context.rows_per_config == 60
+    whole = predict_scores(model, sample)
+    model.config = replace(model.config, prune_hops=None)  # pruned to config_layers hops
+    context = model.encode_graph(graph_inputs(sample, model.config, "cpu"))
+    assert context.rows_per_config < 20 and len(context.outside) == 1
+    np.testing.assert_allclose(predict_scores(model, sample), whole, rtol=1e-5, atol=1e-5)
+    joined_first = make_model(sample, num_layers=3)
+    assert not np.allclose(predict_scores(joined_first, sample), whole)  # another computation
+
+
+def test_late_joined_sites_attend_to_each_other_with_layout_join_sites():
+    """Late join adds up what each site's layout does alone; with "sites" a site's effect
+    depends on the other sites' layouts, so changes at two sites no longer add up."""
+    sample = layout_sample(c=4)
+    feat = sample.configs.node_config_feat
+    feat[1], feat[2], feat[3] = feat[0], feat[0], feat[0]
+    feat[1, 0, 0], feat[2, 1, 0] = (feat[0, 0, 0] + 1) % 6, (feat[0, 1, 0] + 1) % 6
+    feat[3, 0, 0], feat[3, 1, 0] = feat[1, 0, 0], feat[2, 1, 0]  # both changes
+    for join, additive in (("late", True), ("sites", False)):
+        model = make_model(sample, layout_join=join, attention_heads=2, hidden_dim=32)
+        context = model.encode_graph(graph_inputs(sample, model.config, "cpu"))
+        total = model.site_sum(context.sites, torch.as_tensor(feat)).detach()
+        assert torch.allclose(total[3] - total[0], (total[1] - total[0]) + (total[2] - total[0]),
+                              atol=1e-5) == additive
+
+
+def test_drop_edge_drops_edges_in_training_only():
+    sample = layout_sample()
+    model = make_model(sample, drop_edge=0.5)
+    plain = make_model(sample)  # the same weights without DropEdge
+    np.testing.assert_array_equal(predict_scores(model, sample), predict_scores(plain, sample))
+    graph = graph_inputs(sample, model.config, "cpu")
+    configs = torch.as_tensor(sample.configs.node_config_feat)
+    model.train()
+    torch.manual_seed(0)
+    first, second = model(graph, configs), model(graph, configs)
+    assert not torch.allclose(first, second)  # each step drops other edges
+    assert model.encode_graph(graph).edge_index.shape[1] < graph.edge_index.shape[1]
+
+
 # Reuse and encodings
 
 
 @pytest.mark.parametrize(
-    "variant", ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late"]
+    "variant",
+    ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late", "layout-gat",
+     "layout-gin", "layout-gps", "flags-early-gps", "layout-config-layers", "flags-config-layers",
+     "layout-sites"],
 )
 def test_scoring_configs_together_equals_one_at_a_time(variant):
     make, options = {
@@ -151,6 +200,13 @@ def test_scoring_configs_together_equals_one_at_a_time(variant):
         "layout-pruned": (layout_sample, {"prune_hops": 1}),
         "layout-full": (layout_sample, {}),
         "layout-late": (layout_sample, {"layout_join": "late"}),
+        "layout-gat": (layout_sample, {"conv": "gat", "attention_heads": 2}),
+        "layout-gin": (layout_sample, {"conv": "gin"}),
+        "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
+        "flags-early-gps": (flags_sample, {"join": "early", "conv": "gps", "attention_heads": 2}),
+        "layout-config-layers": (layout_sample, {"config_layers": 1}),
+        "layout-sites": (layout_sample, {"layout_join": "sites", "attention_heads": 2}),
+        "flags-config-layers": (flags_sample, {"join": "early", "config_layers": 1}),
     }[variant]
     sample = make()
     model = make_model(sample, **options)
@@ -158,6 +214,20 @@ def test_scoring_configs_together_equals_one_at_a_time(variant):
     alone = [predict_scores(model, sample, indices=np.array([i]))[0] for i in range(sample.num_configs)]
     np.testing.assert_allclose(together, alone, rtol=1e-5, atol=1e-6)
     assert np.ptp(together) > 0  # configs are told apart
+
+
+def test_each_conv_is_its_own_layer_and_trains():
+    sample = layout_sample()
+    scores, layers = {}, {}
+    for conv in ("sage", "gat", "gin", "gps"):
+        model = make_model(sample, conv=conv, attention_heads=2).train()
+        graph = graph_inputs(sample, model.config, "cpu")
+        configs = torch.as_tensor(sample.configs.node_config_feat)
+        model(graph, configs).sum().backward()
+        assert all(p.grad is not None for p in model.convs.parameters())
+        layers[conv] = type(model.convs[0]).__name__ + str(sorted(model.convs[0].state_dict()))
+        scores[conv] = tuple(predict_scores(model.eval(), sample))
+    assert len(set(layers.values())) == 4 and len(set(scores.values())) == 4
 
 
 def test_layout_padding_minus_one_is_not_dimension_zero():
@@ -193,6 +263,18 @@ def test_save_load_round_trip_gives_identical_scores(tmp_path, variant):
     assert loaded.config == model.config
     np.testing.assert_array_equal(predict_scores(loaded, sample), predict_scores(model, sample))
     assert json.loads((tmp_path / "m" / CONFIG_FILE).read_text())["model"]["collection"] == sample.collection
+
+
+def test_a_model_file_from_before_conv_existed_loads_as_sage(tmp_path):
+    sample = layout_sample()
+    model = make_model(sample)
+    model.save(tmp_path / "m")
+    document = json.loads((tmp_path / "m" / CONFIG_FILE).read_text())
+    del document["model"]["conv"]
+    (tmp_path / "m" / CONFIG_FILE).write_text(json.dumps(document))
+    loaded = GraphCostModel.load(tmp_path / "m")
+    assert loaded.config.conv == "sage"
+    np.testing.assert_array_equal(predict_scores(loaded, sample), predict_scores(model, sample))
 
 
 def _corrupt(folder, how):
@@ -267,6 +349,16 @@ def test_model_config_rejects_bad_values():
         ModelConfig(join="middle")
     with pytest.raises(HlotuneError, match="layout_join"):
         ModelConfig(layout_join="early")
+    with pytest.raises(HlotuneError, match="conv must be"):
+        ModelConfig(conv="gcn")
+    with pytest.raises(HlotuneError, match="needs conv 'sage'"):
+        ModelConfig(conv="gat", prune_hops=3)
+    with pytest.raises(HlotuneError, match="needs conv 'sage'"):
+        ModelConfig(conv="gin", config_layers=1).with_data("layout", 140, 18)
+    with pytest.raises(HlotuneError, match="config_layers must be"):
+        ModelConfig(config_layers=4)
+    with pytest.raises(HlotuneError, match="config_layers applies"):
+        ModelConfig(layout_join="late", config_layers=1).with_data("layout", 140, 18)
     with pytest.raises(HlotuneError, match="prune_hops applies"):
         ModelConfig(layout_join="late", prune_hops=2)
     with pytest.raises(HlotuneError, match="set"):

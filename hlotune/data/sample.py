@@ -9,8 +9,12 @@ bit-identical.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from torch_geometric.data import Data
 
 COLLECTIONS = ("tile", "layout", "flags")
 
@@ -98,6 +102,34 @@ class GraphSample:
     def labelled(self) -> bool:
         """Test splits of TpuGraphs carry runtimes that are all 0: their labels are secret."""
         return self.num_configs > 0 and bool(np.any(self.configs.config_runtime != 0))
+
+    def to_pyg(self) -> Data:
+        """This sample as a PyTorch Geometric `Data`, for PyG models and loaders.
+
+        `x` node features, `node_opcode`, `edge_index` in PyG's sender-first order (operand ->
+        consumer, the TpuGraphs [u, v] rows flipped); with configs, `config_feat` (tile, flags:
+        `(c, f)`, layout: `(c, nc, 18)`), `config_runtime` `(c,)` ns and, for layout,
+        `node_config_index` (TpuGraphs' node_config_ids, named so that batching offsets it).
+        """
+        import torch
+        from torch_geometric.data import Data
+
+        graph = self.graph
+        data = Data(
+            x=torch.as_tensor(graph.node_feat, dtype=torch.float32),
+            node_opcode=torch.as_tensor(graph.node_opcode.astype(np.int64)),
+            edge_index=torch.as_tensor(graph.edge_index.T[::-1].astype(np.int64)),
+            num_nodes=graph.num_nodes,
+        )
+        configs = self.configs
+        if configs is not None:
+            data.config_runtime = torch.as_tensor(configs.config_runtime)
+            layout = isinstance(configs, LayoutConfigs)
+            feat = configs.node_config_feat if layout else configs.config_feat
+            data.config_feat = torch.as_tensor(feat, dtype=torch.float32)
+            if layout:
+                data.node_config_index = torch.as_tensor(configs.node_config_ids)
+        return data
 
 
 def collection_of(configs: Configs | None) -> str | None:

@@ -1,9 +1,10 @@
-"""Self-attention across the configs of one graph, before they are scored.
+"""Self-attention across a set: the configs of one graph, or the layout sites of one config.
 
 Ranking asks which config is faster than the others, so a config's score may depend on what
 it is compared with: Kaggle's top teams let the embeddings of the configs in a batch attend to
-each other. A pre-norm residual block, so with the attention weights near zero each config is
-scored on its own.
+each other. A layout's cost depends on how its sites' layouts fit together (a producer's
+output layout against its consumer's), so late-joined sites attend to each other too. A
+pre-norm residual block, so with the attention weights near zero each item stays on its own.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ class CrossConfigAttention(nn.Module):
         self.norm = nn.LayerNorm(dim)
         self.attention = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)
 
-    def forward(self, configs: Tensor) -> Tensor:
-        """`(C, dim)` embeddings of one graph's configs -> `(C, dim)`."""
-        x = self.norm(configs).unsqueeze(0)
+    def forward(self, items: Tensor) -> Tensor:
+        """`(C, dim)` embeddings of one graph's configs, or `(B, L, dim)`: B sets of L items,
+        each attending within its set -> the same shape."""
+        x = self.norm(items).reshape(-1, *items.shape[-2:])
         mixed, _ = self.attention(x, x, x, need_weights=False)
-        return configs + mixed.squeeze(0)
+        return items + mixed.reshape(items.shape)

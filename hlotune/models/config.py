@@ -15,8 +15,9 @@ from typing import Any
 from hlotune.data.sample import COLLECTIONS
 from hlotune.errors import HlotuneError
 
+CONVS = ("sage", "gat", "gin", "gps")
 JOINS = ("early", "late")
-LAYOUT_JOINS = ("nodes", "late")
+LAYOUT_JOINS = ("nodes", "late", "sites")
 LAYOUT_CONFIG_DIM = 18  # minor-to-major of output, input and kernel: 6 slots each
 
 
@@ -29,10 +30,18 @@ class ModelConfig:
     once per graph. Layout configs belong to nodes: `layout_join` "nodes" adds them at the
     configurable nodes before message passing, "late" meets each with its node's final
     (config-free) embedding after it, so the GNN runs once per graph and a config costs only
-    its sites (fast ranking, no propagation of layouts through the graph).
+    its sites (fast ranking, no propagation of layouts through the graph); "sites" is late with
+    the sites of each config attending to each other first, so layouts meet other layouts.
     `prune_hops` (layout, "nodes"): propagate the config-dependent part only within that many
     hops of the configurable nodes; with prune_hops >= num_layers this is exact, below it an
     approximation.
+    `config_layers` (configs joined before message passing): configs join before only the last
+    that many layers; the first ones run once per graph without them. Layout configs then
+    reach only nodes within config_layers hops, so those layers run on that neighbourhood
+    alone (pruned exactly, unless a smaller prune_hops asks for less): ranking costs a
+    fraction of the full join, while layouts still meet their neighbours and each other.
+    `drop_edge`: the fraction of edges each training step removes at random (DropEdge).
+    `conv` picks the graph layer (`convs.py`); model files from before it existed used "sage".
     `collapse_chains`: the model reads graphs with their chains of plain nodes collapsed
     (`compress.py`), in training and inference alike.
     """
@@ -44,13 +53,16 @@ class ModelConfig:
     hidden_dim: int = 64
     opcode_dim: int = 32
     num_layers: int = 3
+    conv: str = "sage"
     join: str = "late"
     layout_join: str = "nodes"
     cross_config_attention: bool = False
     attention_heads: int = 4
     prune_hops: int | None = None
+    config_layers: int | None = None
     collapse_chains: bool = False
     dropout: float = 0.0
+    drop_edge: float = 0.0
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -60,12 +72,24 @@ class ModelConfig:
     def _problem(self) -> str | None:
         if self.collection is not None and self.collection not in COLLECTIONS:
             return f"collection must be one of {', '.join(COLLECTIONS)}, got {self.collection!r}"
+        if self.conv not in CONVS:
+            return f"conv must be one of {', '.join(CONVS)}, got {self.conv!r}"
+        layout_config_layers = self.config_layers is not None and self.collection == "layout"
+        if self.conv != "sage" and (self.prune_hops is not None or layout_config_layers):
+            return (
+                "pruning (prune_hops, or config_layers on layouts) needs conv 'sage', whose "
+                "summed messages can be precomputed"
+            )
         if self.join not in JOINS:
             return f"join must be 'early' or 'late', got {self.join!r}"
         if self.layout_join not in LAYOUT_JOINS:
-            return f"layout_join must be 'nodes' or 'late', got {self.layout_join!r}"
-        if self.layout_join == "late" and self.prune_hops is not None:
+            return f"layout_join must be one of {', '.join(LAYOUT_JOINS)}, got {self.layout_join!r}"
+        if self.layout_join != "nodes" and self.prune_hops is not None:
             return "prune_hops applies to layout_join 'nodes' (late join propagates no configs)"
+        if self.config_layers is not None and not 1 <= self.config_layers <= self.num_layers:
+            return f"config_layers must be in 1..num_layers, got {self.config_layers}"
+        if self.config_layers is not None and self.collection is not None and self.joins_late:
+            return "config_layers applies to configs joined before message passing, not late"
         if self.collection == "layout" and self.config_dim not in (None, LAYOUT_CONFIG_DIM):
             return f"layout configs have {LAYOUT_CONFIG_DIM} columns, not {self.config_dim}"
         positive = ("hidden_dim", "opcode_dim", "num_layers", "attention_heads")
@@ -73,16 +97,30 @@ class ModelConfig:
             value = getattr(self, name)
             if value is not None and value < (1 if name in positive else 0):
                 return f"{name} must be positive, got {value}"
-        if self.cross_config_attention and self.hidden_dim % self.attention_heads:
+        heads_used = (
+            self.cross_config_attention or self.layout_join == "sites" or self.conv in ("gat", "gps")
+        )
+        if heads_used and self.hidden_dim % self.attention_heads:
             return f"hidden_dim {self.hidden_dim} is not divisible by {self.attention_heads} heads"
         if self.prune_hops is not None and self.prune_hops < 0:
             return f"prune_hops must be >= 0 or None, got {self.prune_hops}"
-        if not 0.0 <= self.dropout < 1.0:
-            return f"dropout must be in [0, 1), got {self.dropout}"
+        for name in ("dropout", "drop_edge"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                return f"{name} must be in [0, 1), got {getattr(self, name)}"
         if self.config_feat_names and len(self.config_feat_names) != self.config_dim:
             names = len(self.config_feat_names)
             return f"{names} config_feat_names for config_dim {self.config_dim}"
         return None
+
+    @property
+    def joins_late(self) -> bool:
+        """Whether this collection's configs join after message passing (`join`/`layout_join`)."""
+        return (self.layout_join if self.collection == "layout" else self.join) in ("late", "sites")
+
+    @property
+    def pruning_hops(self) -> int | None:
+        """Hops that config-dependent layers run within: prune_hops, else config_layers."""
+        return self.prune_hops if self.prune_hops is not None else self.config_layers
 
     @property
     def complete(self) -> bool:
@@ -145,12 +183,15 @@ _TYPE_CHECKS = {
     "node_feat_dim": lambda v: v is None or _is_int(v),
     "config_dim": lambda v: v is None or _is_int(v),
     "config_feat_names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+    "conv": lambda v: isinstance(v, str),
     "join": lambda v: isinstance(v, str),
     "layout_join": lambda v: isinstance(v, str),
     "cross_config_attention": lambda v: isinstance(v, bool),
     "collapse_chains": lambda v: isinstance(v, bool),
     "prune_hops": lambda v: v is None or _is_int(v),
+    "config_layers": lambda v: v is None or _is_int(v),
     "dropout": _is_number,
+    "drop_edge": _is_number,
 }
 
 

@@ -3,7 +3,7 @@
     node  -> opcode embedding + normalised features -> MLP                   (once per graph)
           -> join configs (graph-level: every node or after pooling; layout: configurable
              nodes, before message passing or after it)
-          -> GraphSAGE layers over both edge directions
+          -> graph layers over both edge directions (GraphSAGE, GAT, GIN or GPS: `convs.py`)
           -> concat(sum, mean) pooling -> MLP -> [attention across configs] -> head -> score
 
 Training and tuning score many configs of the same graph, so the model is split in two:
@@ -12,7 +12,9 @@ the config-dependent rest for a batch of C configs. How much is shared depends o
 late join shares the whole GNN (a config is then one vector against the pooled graph, or for
 layout its sites against their nodes' final embeddings); early join and layout configs joined
 at the nodes need message passing per config, which for layout runs only on the configurable
-nodes' neighbourhood when `prune_hops` is set (see `prune.py`).
+nodes' neighbourhood when `prune_hops` is set (see `prune.py`). `config_layers` shares the
+first layers too and joins the configs before the last ones only, so their neighbourhood is
+that many hops.
 """
 
 from __future__ import annotations
@@ -23,17 +25,18 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch_geometric.utils import dropout_edge
 
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.attention import CrossConfigAttention
 from hlotune.models.config import ModelConfig
+from hlotune.models.convs import make_conv
 from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE, read_model_files, write_model_files
 from hlotune.models.inputs import GraphInputs
 from hlotune.models.layout_embedding import LayoutEmbedding
 from hlotune.models.normalizer import FeatureStats, SignLogNormalizer
 from hlotune.models.prune import Subgraph, prune
-from hlotune.models.sage import BidirectionalSAGEConv
 
 
 @dataclass
@@ -77,11 +80,15 @@ class GraphCostModel(nn.Module):
         else:
             self.config_norm = SignLogNormalizer(config.config_dim)
             self.config_encoder = _mlp(config.config_dim, hidden, hidden, dropout)
-        self.convs = nn.ModuleList(BidirectionalSAGEConv(hidden) for _ in range(config.num_layers))
+        self.convs = nn.ModuleList(
+            make_conv(config.conv, hidden, config.attention_heads) for _ in range(config.num_layers)
+        )
         shared = self.late_join or self.layout_late
         self.embed = _mlp(2 * hidden + (hidden if shared else 0), hidden, hidden, dropout)
         if self.layout_late:
             self.site_encoder = _mlp(2 * hidden, hidden, hidden, dropout)
+        if config.layout_join == "sites":
+            self.site_attention = CrossConfigAttention(hidden, config.attention_heads, dropout)
         self.attention = (
             CrossConfigAttention(hidden, config.attention_heads, dropout)
             if config.cross_config_attention
@@ -95,7 +102,7 @@ class GraphCostModel(nn.Module):
 
     @property
     def layout_late(self) -> bool:
-        return self.config.collection == "layout" and self.config.layout_join == "late"
+        return self.config.collection == "layout" and self.config.layout_join in ("late", "sites")
 
     @property
     def device(self) -> torch.device:
@@ -111,33 +118,38 @@ class GraphCostModel(nn.Module):
         """Scores `(C,)` of C configs of one graph, `(C, config_dim)` or `(C, nc, 18)` (layout)."""
         return self.score(self.encode_graph(graph), configs)
 
-    def encode_graph(self, graph: GraphInputs) -> GraphContext:
-        n = graph.num_nodes
-        nodes = self._encode_nodes(graph)
+    @property
+    def shared_layers(self) -> int:
+        """Layers before any config joins, run once per graph: all of them with a late join."""
         if self.late_join or self.layout_late:
-            for conv in self.convs:
-                nodes = conv(nodes, graph.edge_index)
+            return len(self.convs)
+        return len(self.convs) - (self.config.config_layers or len(self.convs))
+
+    def encode_graph(self, graph: GraphInputs) -> GraphContext:
+        n, shared, edges = graph.num_nodes, self.shared_layers, self._edges(graph.edge_index)
+        nodes = _propagate(self._encode_nodes(graph), edges, self.convs[:shared])
+        if self.late_join or self.layout_late:
             sites = nodes[graph.node_config_ids] if self.layout_late else None
             return GraphContext(n, pooled=_readout(nodes.sum(dim=-2), n), sites=sites)
-        whole = GraphContext(
-            n, nodes=nodes, edge_index=graph.edge_index, config_nodes=graph.node_config_ids
-        )
-        if graph.node_config_ids is None or self.config.prune_hops is None:
+        whole = GraphContext(n, nodes=nodes, edge_index=edges, config_nodes=graph.node_config_ids)
+        hops = self.config.pruning_hops
+        if graph.node_config_ids is None or hops is None:
             return whole
-        subgraph = prune(graph.edge_index, graph.node_config_ids, n, self.config.prune_hops)
-        return whole if subgraph.is_whole_graph else self._pruned(nodes, graph.edge_index, subgraph)
+        subgraph = prune(edges, graph.node_config_ids, n, hops)
+        return whole if subgraph.is_whole_graph else self._pruned(nodes, edges, subgraph)
 
     def _pruned(self, nodes: Tensor, edge_index: Tensor, subgraph: Subgraph) -> GraphContext:
-        """Run the layers once over the whole graph without configs, to summarise the dropped part.
+        """Run the config layers once over the whole graph without configs, to summarise the
+        dropped part.
 
-        A dropped node is more than prune_hops hops from every configurable node, so with
-        prune_hops >= num_layers no config reaches it: its embeddings here are exact, and so are
-        the messages it sends into the subgraph.
+        A dropped node is more than its hops from every configurable node, so with hops >= the
+        config layers no config reaches it: its embeddings here are exact, and so are the
+        messages it sends into the subgraph.
         """
         kept, boundary, n = subgraph.nodes, subgraph.boundary_edge_index, subgraph.num_nodes
         outside, state = [], nodes
-        for conv in self.convs:
-            outside.append(conv.aggregate(state, boundary, n)[kept])
+        for conv in self.convs[self.shared_layers :]:
+            outside.append(conv.summed_messages(state, boundary, n)[kept])
             state = conv(state, edge_index)
         dropped = torch.ones(n, dtype=torch.bool, device=nodes.device)
         dropped[kept] = False
@@ -155,8 +167,8 @@ class GraphCostModel(nn.Module):
         if self.late_join or self.layout_late:
             return self._head(context.pooled, configs, context.sites)
         x = self._join(context, configs)
-        outside = context.outside or [None] * len(self.convs)
-        for conv, messages in zip(self.convs, outside):
+        convs = self.convs[self.shared_layers :]
+        for conv, messages in zip(convs, context.outside or [None] * len(convs)):
             x = conv(x, context.edge_index, messages)
         return self._head(_readout(x.sum(dim=-2) + context.outside_sum, context.num_nodes), configs)
 
@@ -165,18 +177,24 @@ class GraphCostModel(nn.Module):
         `(C, H)` for its slice of the config batch, or `(1, H)` when no config reaches it (late
         join, or a layout segment without configurable nodes), which then runs once, not C times.
         """
-        x = self._encode_nodes(segment)
+        shared, edges = self.shared_layers, self._edges(segment.edge_index)
+        x = _propagate(self._encode_nodes(segment), edges, self.convs[:shared])
         ids = segment.node_config_ids
         if not self.late_join and (ids is None or ids.numel()):
             x = self._join(GraphContext(segment.num_nodes, nodes=x, config_nodes=ids), configs)
-        for conv in self.convs:
-            x = conv(x, segment.edge_index)
-        return x.sum(dim=-2).reshape(-1, x.shape[-1])
+        return _propagate(x, edges, self.convs[shared:]).sum(dim=-2).reshape(-1, x.shape[-1])
 
     def score_segments(self, total: Tensor, num_nodes: int, configs: Tensor) -> Tensor:
         """Scores `(C,)` from the segments' summed `segment_sum`s over a graph of `num_nodes`:
         the same readout as `score`, so a segmentation that cuts no edge gives the same scores."""
         return self._head(_readout(total.expand(len(configs), -1), num_nodes), configs)
+
+    def _edges(self, edge_index: Tensor) -> Tensor:
+        """DropEdge: in training, each step sees the graph with a random `drop_edge` of its edges
+        removed, so the model cannot lean on any one path (a regulariser for few graphs)."""
+        if not (self.training and self.config.drop_edge):
+            return edge_index
+        return dropout_edge(edge_index, p=self.config.drop_edge, force_undirected=False)[0]
 
     def _encode_nodes(self, graph: GraphInputs) -> Tensor:
         opcodes = self.opcode_embedding(graph.node_opcode)
@@ -185,19 +203,28 @@ class GraphCostModel(nn.Module):
     def _head(self, features: Tensor, configs: Tensor, sites: Tensor | None = None) -> Tensor:
         """Pooled `(C or 1, 2H)` readout -> scores `(C,)`; late join adds the configs here: a
         graph-level config as one vector, a layout as the sum over its sites of each site's
-        layout met with its node's final embedding (`sites`)."""
+        layout met with its node's final embedding (`sites`), after the sites of a config
+        attended to each other with layout_join "sites"."""
         if self.late_join:
             encoded = self.config_encoder(self.config_norm(configs))
             features = torch.cat((features.expand(len(configs), -1), encoded), dim=-1)
         elif self.layout_late:
-            layouts = self.config_encoder(configs)  # (C, nc, H)
-            nodes = sites.expand(len(configs), -1, -1)
-            met = self.site_encoder(torch.cat((nodes, layouts), dim=-1)).sum(dim=-2)
+            met = self.site_sum(sites, configs)
             features = torch.cat((features.expand(len(configs), -1), met), dim=-1)
         embedded = self.embed(features)
         if self.attention is not None:
             embedded = self.attention(embedded)
         return self.head(embedded).squeeze(-1)
+
+    def site_sum(self, sites: Tensor, configs: Tensor) -> Tensor:
+        """`(C, H)`: over a layout's sites, each site's layout met with its node's final state
+        `sites` `(nc, H)`, the sites of a config attending to each other first ("sites")."""
+        layouts = self.config_encoder(configs)  # (C, nc, H)
+        nodes = sites.expand(len(configs), -1, -1)
+        met = self.site_encoder(torch.cat((nodes, layouts), dim=-1))
+        if self.config.layout_join == "sites":
+            met = self.site_attention(met)
+        return met.sum(dim=-2)
 
     def _join(self, context: GraphContext, configs: Tensor) -> Tensor:
         """`(C, k, H)` node states with each config added in: at every node (graph-level; adding a
@@ -248,6 +275,12 @@ def _state_problem(expected: dict[str, Tensor], found: dict[str, Tensor]) -> str
 
 def _some(names: list[str]) -> str:
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def _propagate(x: Tensor, edge_index: Tensor, convs: nn.ModuleList) -> Tensor:
+    for conv in convs:
+        x = conv(x, edge_index)
+    return x
 
 
 def _readout(total: Tensor, num_nodes: int) -> Tensor:

@@ -61,16 +61,25 @@ def add_recipe_arguments(parser) -> None:
                         "combinations like mse:1,pairwise_hinge:1 (default pairwise_hinge)")
     parser.add_argument("--configs-per-batch", type=int, default=16)
     parser.add_argument("--lr", type=float, default=1e-3)
-    parser.add_argument("--layers", type=int, default=3, help="GraphSAGE layers")
+    parser.add_argument("--layers", type=int, default=3, help="graph layers")
+    parser.add_argument("--conv", choices=("sage", "gat", "gin", "gps"), default="sage",
+                        help="graph layer: GraphSAGE, GATv2, GIN or GraphGPS, each over both edge "
+                        "directions (docs/cost_model.md)")
     parser.add_argument("--hidden", type=int, default=64)
     parser.add_argument("--join", choices=("early", "late"), default="late",
                         help="where graph-level configs (tile, flags) join")
     parser.add_argument("--attention", action="store_true", help="cross-config attention")
-    parser.add_argument("--layout-join", choices=("nodes", "late"), default="nodes",
+    parser.add_argument("--layout-join", choices=("nodes", "late", "sites"), default="nodes",
                         help="layout configs join at their nodes before message passing (nodes) "
-                        "or meet the nodes' final embeddings (late: much faster ranking)")
+                        "or meet the nodes' final embeddings (late: much faster ranking; sites: "
+                        "late, the sites of a config attending to each other first)")
     parser.add_argument("--prune-hops", type=int,
                         help="layout: propagate configs only within this many hops")
+    parser.add_argument("--config-layers", type=int,
+                        help="configs join before only the last N layers; the first run once per "
+                        "graph, and layouts propagate only N hops (fast ranking)")
+    parser.add_argument("--drop-edge", type=float, default=0.0, metavar="P",
+                        help="DropEdge: each training step removes this fraction of edges")
     parser.add_argument("--collapse-chains", action="store_true",
                         help="collapse chains of nodes with one operand, one user and no config "
                         "(kept in the model: eval and predict collapse too)")
@@ -83,9 +92,9 @@ def recipe_kwargs(args: argparse.Namespace) -> dict:
     from hlotune.models.config import ModelConfig
 
     model_config = ModelConfig(
-        hidden_dim=args.hidden, num_layers=args.layers, join=args.join, layout_join=args.layout_join,
-        cross_config_attention=args.attention, prune_hops=args.prune_hops,
-        collapse_chains=args.collapse_chains,
+        hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join,
+        layout_join=args.layout_join, cross_config_attention=args.attention, prune_hops=args.prune_hops,
+        config_layers=args.config_layers, drop_edge=args.drop_edge, collapse_chains=args.collapse_chains,
     )
     return dict(epochs=args.epochs, loss=args.loss, configs_per_batch=args.configs_per_batch,
                 lr=args.lr, drop_duplicate_configs=args.drop_duplicate_configs,

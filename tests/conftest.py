@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
@@ -42,3 +44,25 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture
+def cli(capfd) -> Callable[..., subprocess.CompletedProcess]:
+    """`cli(*ARGS)` runs `hlotune ARGS` in this process and gives what a child process would: its
+    exit status, stdout and stderr (captured at the file descriptors, so XLA's own messages
+    count). A child pays for importing jax and torch afresh, seconds a call on 2 cores; tests of
+    what only a real process shows (a SIGKILL, a terminal, the imports of a fresh interpreter)
+    start one instead."""
+    from hlotune.cli import main
+
+    def run(*args) -> subprocess.CompletedProcess:
+        argv = [str(arg) for arg in args]
+        capfd.readouterr()  # this call's output only
+        try:
+            code = main(argv)
+        except SystemExit as exit:  # argparse: --help, --version, usage errors
+            code = exit.code if isinstance(exit.code, int) else int(exit.code is not None)
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["hlotune", *argv], code, out, err)
+
+    return run

@@ -1,4 +1,8 @@
-"""The `hlotune` command as users run it: real processes, exit codes, stdout and stderr."""
+"""The `hlotune` command as users run it: exit codes, stdout and stderr.
+
+Most tests call the command in this process (the `cli` fixture); those about the process itself
+(the `python -m hlotune.cli` entry, a hard exit, a terminal) start a real one.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from hlotune.data.npz import read_sample
 
 
 def hlotune(*args: str) -> subprocess.CompletedProcess:
+    """`hlotune ARGS` in a child process."""
     return subprocess.run(
         [sys.executable, "-m", "hlotune.cli", *map(str, args)], capture_output=True, text=True
     )
@@ -27,6 +32,7 @@ def assert_clean_error(result: subprocess.CompletedProcess, fragment: str) -> No
 
 
 def test_help_lists_the_commands_and_the_exit_codes():
+    """In a child: `python -m hlotune.cli` is a working entry point."""
     result = hlotune("--help")
     assert result.returncode == 0
     for command in ("featurize", "inspect", "zoo"):
@@ -35,14 +41,14 @@ def test_help_lists_the_commands_and_the_exit_codes():
     assert [c for c in codes if c.isdigit()] == ["0", "1", "2", "3", "130"]
 
 
-def test_usage_errors_exit_2():
-    assert hlotune("featurize", "--no-such-option").returncode == 2
-    assert hlotune("no-such-command").returncode == 2
+def test_usage_errors_exit_2(cli):
+    assert cli("featurize", "--no-such-option").returncode == 2
+    assert cli("no-such-command").returncode == 2
 
 
-def test_featurize_zoo_program_writes_a_valid_npz(tmp_path):
+def test_featurize_zoo_program_writes_a_valid_npz(tmp_path, cli):
     out = tmp_path / "mlp.npz"
-    result = hlotune("featurize", "zoo:mlp@tiny", "-o", out, "--json")
+    result = cli("featurize", "zoo:mlp@tiny", "-o", out, "--json")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     sample = read_sample(out)
@@ -50,10 +56,10 @@ def test_featurize_zoo_program_writes_a_valid_npz(tmp_path):
     assert sample.graph.node_feat.shape[1] == 140
 
 
-def test_featurize_raw_record_matches_the_official_npz(tmp_path, tpugraphs_dir):
+def test_featurize_raw_record_matches_the_official_npz(tmp_path, tpugraphs_dir, cli):
     valid = "layout/xla/default/valid/unet_3d.4x4.bf16"
     out = tmp_path / "unet.npz"
-    result = hlotune("featurize", tpugraphs_dir / "pb" / f"{valid}.pb", "-o", out)
+    result = cli("featurize", tpugraphs_dir / "pb" / f"{valid}.pb", "-o", out)
     assert result.returncode == 0, result.stderr
     ours, official = read_sample(out), read_sample(tpugraphs_dir / "npz" / f"{valid}.npz")
     np.testing.assert_array_equal(ours.graph.node_feat, official.graph.node_feat)
@@ -61,8 +67,8 @@ def test_featurize_raw_record_matches_the_official_npz(tmp_path, tpugraphs_dir):
     assert ours.num_configs == 112
 
 
-def test_inspect_every_fixture_as_json(tpugraphs_dir):
-    result = hlotune("inspect", tpugraphs_dir, "--json")
+def test_inspect_every_fixture_as_json(tpugraphs_dir, cli):
+    result = cli("inspect", tpugraphs_dir, "--json")
     assert result.returncode == 0, result.stderr
     reports = [json.loads(line) for line in result.stdout.splitlines()]
     npz = [r for r in reports if r["path"].endswith(".npz")]
@@ -76,18 +82,18 @@ def test_inspect_every_fixture_as_json(tpugraphs_dir):
     assert (unet["source"], unet["family"], unet["noise_floor"]) == ("tpugraphs", "unet_3d", None)
 
 
-def test_inspect_says_where_each_builtin_graph_comes_from():
-    result = hlotune("inspect", "builtin:flags/test", "--json")
+def test_inspect_says_where_each_builtin_graph_comes_from(cli):
+    result = cli("inspect", "builtin:flags/test", "--json")
     rows = [json.loads(line) for line in result.stdout.splitlines()]
     assert result.returncode == 0 and len(rows) == 8
     assert {r["family"] for r in rows} == {"unet", "vit"} and {r["source"] for r in rows} == {"zoo"}
     assert all(0 <= r["noise_floor"] < 1 for r in rows)
 
 
-def test_inspect_fails_on_an_invalid_file_in_a_folder(tmp_path, tpugraphs_dir):
+def test_inspect_fails_on_an_invalid_file_in_a_folder(tmp_path, tpugraphs_dir, cli):
     shutil.copy(next((tpugraphs_dir / "npz" / "tile").rglob("*.npz")), tmp_path / "good.npz")
     (tmp_path / "bad.npz").write_bytes(b"PK\x03\x04 truncated")
-    result = hlotune("inspect", tmp_path, "--json")
+    result = cli("inspect", tmp_path, "--json")
     assert result.returncode == 1
     reports = {json.loads(line)["path"].split("/")[-1]: json.loads(line) for line in result.stdout.splitlines()}
     assert reports["good.npz"]["valid"] and not reports["bad.npz"]["valid"]
@@ -104,20 +110,20 @@ def test_inspect_fails_on_an_invalid_file_in_a_folder(tmp_path, tpugraphs_dir):
         (("inspect", "missing_folder"), "no such file or folder"),
     ],
 )
-def test_bad_arguments_give_one_line_errors(args, fragment):
-    assert_clean_error(hlotune(*args), fragment)
+def test_bad_arguments_give_one_line_errors(args, fragment, cli):
+    assert_clean_error(cli(*args), fragment)
 
 
-def test_bad_files_give_one_line_errors(tmp_path):
+def test_bad_files_give_one_line_errors(tmp_path, cli):
     (tmp_path / "empty.hlo").write_bytes(b"")
     (tmp_path / "garbage.pb").write_bytes(b"\x0a\xff\xff\xff\xff garbage")
     (tmp_path / "broken.hlo").write_text("HloModule m\nENTRY e {\n  ROOT x = f32[2] add(y, z)\n}\n")
-    assert_clean_error(hlotune("featurize", tmp_path / "empty.hlo"), "empty file")
-    assert_clean_error(hlotune("featurize", tmp_path / "garbage.pb"), "garbage.pb")
-    assert_clean_error(hlotune("featurize", tmp_path / "broken.hlo"), "not valid HLO text")
+    assert_clean_error(cli("featurize", tmp_path / "empty.hlo"), "empty file")
+    assert_clean_error(cli("featurize", tmp_path / "garbage.pb"), "garbage.pb")
+    assert_clean_error(cli("featurize", tmp_path / "broken.hlo"), "not valid HLO text")
 
 
-def test_user_program_from_a_python_file(tmp_path):
+def test_user_program_from_a_python_file(tmp_path, cli):
     (tmp_path / "model.py").write_text(
         "import jax.numpy as jnp\n"
         "def make():\n"
@@ -125,14 +131,14 @@ def test_user_program_from_a_python_file(tmp_path):
         "def broken():\n"
         "    raise RuntimeError('boom')\n"
     )
-    result = hlotune("featurize", f"{tmp_path / 'model.py'}:make", "--optimized", "--json")
+    result = cli("featurize", f"{tmp_path / 'model.py'}:make", "--optimized", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1])["nodes"] >= 3
-    assert_clean_error(hlotune("featurize", f"{tmp_path / 'model.py'}:broken"), "boom")
-    assert_clean_error(hlotune("featurize", f"{tmp_path / 'model.py'}:absent"), "no function")
+    assert_clean_error(cli("featurize", f"{tmp_path / 'model.py'}:broken"), "boom")
+    assert_clean_error(cli("featurize", f"{tmp_path / 'model.py'}:absent"), "no function")
 
 
-def test_featurizing_several_modules_into_one_file_is_refused(tmp_path):
+def test_featurizing_several_modules_into_one_file_is_refused(tmp_path, cli):
     from hlotune.hlo.lowering import lowered_proto
     from hlotune.hlo import wire
     from hlotune.programs import load_program
@@ -140,11 +146,11 @@ def test_featurizing_several_modules_into_one_file_is_refused(tmp_path):
     program = load_program("zoo:mlp@tiny")
     kernel = wire.field_bytes(1, lowered_proto(program.fn, program.args))
     (tmp_path / "kernels.pb").write_bytes(wire.field_bytes(1, kernel) * 2)
-    result = hlotune("featurize", tmp_path / "kernels.pb", "-o", tmp_path / "one.npz")
+    result = cli("featurize", tmp_path / "kernels.pb", "-o", tmp_path / "one.npz")
     assert_clean_error(result, "give -o a folder")
 
 
-def test_python_api_mirrors_the_cli(tmp_path, tpugraphs_dir):
+def test_python_api_mirrors_the_cli(tmp_path, tpugraphs_dir, cli):
     import hlotune
 
     (sample,) = hlotune.featurize("zoo:mlp@tiny", extended=True)
@@ -155,11 +161,11 @@ def test_python_api_mirrors_the_cli(tmp_path, tpugraphs_dir):
     assert len(hlotune.Dataset(tpugraphs_dir / "npz")) == 6
 
 
-def test_train_eval_predict_round_trip(tmp_path, tpugraphs_dir):
+def test_train_eval_predict_round_trip(tmp_path, tpugraphs_dir, cli):
     from hlotune.data.kaggle import read_submission
 
     tile = tpugraphs_dir / "npz" / "tile" / "xla"
-    result = hlotune("train", "--data", tile / "valid", "--valid", tile / "valid",
+    result = cli("train", "--data", tile / "valid", "--valid", tile / "valid",
                      "--out", tmp_path / "m", "--epochs", "2", "--seed", "1", "--json")
     assert result.returncode == 0, result.stderr
     assert "it/s" not in result.stderr  # no progress bar drawn into a log
@@ -167,13 +173,13 @@ def test_train_eval_predict_round_trip(tmp_path, tpugraphs_dir):
     assert trained["epochs_run"] == 2 and len(trained["history"]) == 2
     assert (tmp_path / "m" / "model" / "model.safetensors").is_file()
     assert trained["model_dir"] == str(tmp_path / "m" / "model")
-    evaluation = hlotune("eval", "--model", tmp_path / "m", "--data", tile, "--json")
+    evaluation = cli("eval", "--model", tmp_path / "m", "--data", tile, "--json")
     assert evaluation.returncode == 0, evaluation.stderr
     report = json.loads(evaluation.stdout)
     assert {"collection", "graphs", "kendall_tau", "opa", "top_k_error", "per_graph"} <= set(report)
     assert report["collection"] == "tile" and set(report["top_k_error"]) == {"1", "5", "10"}
     csv = tmp_path / "submission.csv"
-    predicted = hlotune("predict", "--model", tmp_path / "m", "--data", tile, "--csv", csv, "--json")
+    predicted = cli("predict", "--model", tmp_path / "m", "--data", tile, "--csv", csv, "--json")
     assert predicted.returncode == 0, predicted.stderr
     assert json.loads(predicted.stdout) == {"csv": str(csv), "rows": 3}
     rows = read_submission(csv)
@@ -181,34 +187,35 @@ def test_train_eval_predict_round_trip(tmp_path, tpugraphs_dir):
     assert any(row.startswith("tile:xla:") for row in rows)
 
 
-def test_train_model_options_reach_the_model_file(tmp_path):
+def test_train_model_options_reach_the_model_file(tmp_path, cli):
     """--conv, --config-layers and --drop-edge are stored in config.json, and a combination
     the model cannot run is a one-line error."""
     options = ["--conv", "gin", "--config-layers", "1", "--drop-edge", "0.2", "--layers", "2"]
-    result = hlotune("train", "--data", "builtin:layout/valid", "--out", tmp_path / "m",
+    result = cli("train", "--data", "builtin:layout/valid", "--out", tmp_path / "m",
                      "--epochs", "1", "--hidden", "8", "-q", *options)
     assert result.returncode == 1  # gin cannot prune to the config layers' hops
     assert_clean_error(result, "needs conv 'sage'")
-    result = hlotune("train", "--data", "builtin:layout/valid", "--out", tmp_path / "m",
+    result = cli("train", "--data", "builtin:layout/valid", "--out", tmp_path / "m",
                      "--epochs", "1", "--hidden", "8", "-q", *options[2:])
     assert result.returncode == 0, result.stderr
     model = json.loads((tmp_path / "m" / "model" / "config.json").read_text())["model"]
     assert (model["conv"], model["config_layers"], model["drop_edge"]) == ("sage", 1, 0.2)
 
 
-def test_eval_with_bad_models_and_options(tmp_path, tpugraphs_dir):
+def test_eval_with_bad_models_and_options(tmp_path, tpugraphs_dir, cli):
     tile = tpugraphs_dir / "npz" / "tile" / "xla"
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text("{not json")
-    assert_clean_error(hlotune("eval", "--model", tmp_path / "broken", "--data", tile), "broken")
-    assert_clean_error(hlotune("eval", "--model", "baseline:oracle", "--data", tile), "unknown baseline")
-    assert_clean_error(hlotune("eval", "--model", "baseline:random", "--data", tile,
+    assert_clean_error(cli("eval", "--model", tmp_path / "broken", "--data", tile), "broken")
+    assert_clean_error(cli("eval", "--model", "baseline:oracle", "--data", tile), "unknown baseline")
+    assert_clean_error(cli("eval", "--model", "baseline:random", "--data", tile,
                                "--protocol", "paper"), "--eval-indices")
-    random_run = hlotune("eval", "--model", "baseline:random", "--data", tile, "--json")
+    random_run = cli("eval", "--model", "baseline:random", "--data", tile, "--json")
     assert json.loads(random_run.stdout)["graphs"] == 2
 
 
 def test_bench_scale_past_its_memory_cap_exits_1_and_reports_the_run_failed(tmp_path):
+    """In a child: past the cap the watchdog ends the process at once (os._exit)."""
     result = hlotune("bench", "scale", "--nodes", "1000", "--mode", "full", "--max-rss-mb", "1",
                      "--cache", tmp_path, "--json")
     assert result.returncode == 1  # 2 is for usage errors alone

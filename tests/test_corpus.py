@@ -64,9 +64,9 @@ def test_naming_the_corpus_imports_no_library():
     assert out.stdout.strip() == "[]"
 
 
-def test_zoo_list_names_every_program_with_its_library():
-    out = subprocess.run([sys.executable, "-m", "hlotune.cli", "zoo", "list", "--json"],
-                         capture_output=True, text=True, check=True)
+def test_zoo_list_names_every_program_with_its_library(cli):
+    out = cli("zoo", "list", "--json")
+    assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     corpus = {row["name"]: row for row in rows if row["source"] == "corpus"}
     assert set(corpus) == set(CORPUS) and len(corpus) >= 25

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -223,12 +221,8 @@ def test_bad_segment_options_are_clean_errors(layout_sample):
     (["--segment-size", "100", "--segment-dropout", "1.5"], "segment dropout must be in"),
     (["--segment-size", "100", "--layout-join", "late"], "needs layout_join 'nodes'"),
 ])
-def test_cli_rejects_bad_segment_options(tmp_path, args, fragment):
-    result = subprocess.run(
-        [sys.executable, "-m", "hlotune.cli", "train", "--data", "builtin:layout/valid",
-         "--out", str(tmp_path / "run"), *args],
-        capture_output=True, text=True,
-    )
+def test_cli_rejects_bad_segment_options(tmp_path, args, fragment, cli):
+    result = cli("train", "--data", "builtin:layout/valid", "--out", tmp_path / "run", *args)
     assert result.returncode == 1
     lines = result.stderr.strip().splitlines()
     assert lines == [f"hlotune: error: {lines[0].removeprefix('hlotune: error: ')}"]

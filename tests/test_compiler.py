@@ -28,6 +28,7 @@ from hlotune.compiler.worker import HANG_ON
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
+from hlotune.programs.program import Program
 from hlotune.tuning.strategies import Exhaustive
 
 FAST = MeasureSettings(rounds=2, repeats=3, default_replicas=1)
@@ -105,6 +106,25 @@ def test_layout_space_matches_the_featurized_graph(mlp_space):
         mlp_space.check(config)
     with pytest.raises(HlotuneError, match="not a permutation"):
         mlp_space.check(LayoutConfig.from_dict({mlp_space.sites[0].key: [0, 0]}))
+
+
+def test_parameter_sites_are_the_arguments_they_name_when_one_is_unused():
+    """jit drops unused arguments from the HLO, so parameter numbers skip them; a parameter
+    site `p<i>` must still be argument i, or its layout lands on another argument (or fails)."""
+    import jax.numpy as jnp
+
+    program = Program("unused-argument", lambda a, unused, b: a @ b,
+                      (jnp.ones((4, 8)), jnp.ones((3, 5, 7)), jnp.ones((8, 2))))
+    space = LayoutSpace(program)
+    parameters = {site.key: space.graph.instructions[site.node].shape.dims
+                  for site in space.sites if site.opcode == "parameter"}
+    assert parameters == {"p0": (4, 8), "p2": (8, 2)}  # the unused argument has no site
+    config = LayoutConfig.from_dict({"p2": [0, 1], "p0": [0, 1]})
+    executable = space.build(config).lower(*space.leaves).compile()
+    (product,) = executable(*space.placed_args(config))  # the configured layouts are accepted
+    np.testing.assert_array_equal(np.asarray(product), np.full((4, 2), 8.0))
+    with pytest.raises(HlotuneError, match="no layout site 'p1'"):
+        space.check(LayoutConfig.from_dict({"p1": [2, 0, 1]}))
 
 
 def test_measurement_survives_a_config_that_crashes_xla():

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -98,13 +99,18 @@ class LayoutSpace:
         return sorted(sites, key=lambda site: site.node)
 
     def _parameter_sites(self) -> list[LayoutSite]:
+        """`p<i>`: argument leaf i. jit drops unused leaves from the HLO, so parameter numbers
+        skip them; each parameter's metadata names its leaf (`leaves[i]`), which is what an
+        entry layout is given to (`_entry_formats`)."""
         entry = next(c for c in self.graph.computations if c.id == self.graph.entry_computation_id)
         start = self.graph.instructions.index(entry.instructions[0])
         sites = []
         for offset, inst in enumerate(entry.instructions):
             rank = len(inst.shape.dims)
             if inst.opcode == "parameter" and MIN_RANK <= rank <= MAX_RANK:
-                sites.append(LayoutSite(f"p{inst.parameter_number}", "parameter", rank, start + offset))
+                leaf = re.fullmatch(r"leaves\[(\d+)\]", inst.op_name)
+                index = int(leaf.group(1)) if leaf else inst.parameter_number
+                sites.append(LayoutSite(f"p{index}", "parameter", rank, start + offset))
         return sites
 
     def _equation_sites(self) -> list[LayoutSite]:

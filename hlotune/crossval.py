@@ -81,6 +81,9 @@ def cross_validate(
             f"(a model folder, pretrained:* or baseline:gbdt@DIR was trained on fixed data); "
             f"use {', '.join(MODELS)}"
         )
+    if (train_options or {}).get("init_from") is not None:
+        raise HlotuneError("cannot cross-validate with --init-from: that model was trained on "
+                           "fixed data, which may hold the families each fold holds out")
     started = time.perf_counter()
     graphs = _labelled_graphs(Dataset(data))
     groups = partition(list(graphs.values()), folds, seed)

@@ -1,7 +1,8 @@
 """Models by name, for `hlotune eval` and `hlotune predict`: each becomes a scorer.
 
 A scorer maps a GraphSample to one score per config, lower = predicted faster:
-- a folder written by `hlotune train` (its `model/`) or a saved model folder;
+- a folder written by `hlotune train` (its `model/`), a saved model folder, or an ensemble of
+  them (`hlotune ensemble`);
 - `pretrained:flags`, `pretrained:layout`: the models shipped in the package, trained on the
   built-in collections' train splits (docs/cost_model.md has their scores on the test splits);
 - `baseline:random`: uniform scores, seeded by the graph's name, the floor any model must beat;
@@ -27,7 +28,6 @@ from hlotune.evaluate import Scorer
 
 BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR", "gbdt-rank", "gbdt-rank@DIR")
 GBDT_OBJECTIVES = {"gbdt": "regression", "gbdt-rank": "lambdarank"}
-PRETRAINED = ("flags", "layout")
 GNN = "gnn"
 
 
@@ -47,18 +47,10 @@ def load_scorer(name: str) -> Scorer:
         raise HlotuneError("gnn is a GNN to train: `hlotune eval --cv family` trains one per "
                            "fold; elsewhere give a trained model folder")
     if name.startswith("pretrained:"):
+        from hlotune.models.files import pretrained_folder
+
         return ModelScorer.load(pretrained_folder(name.removeprefix("pretrained:")))
     return ModelScorer.load(Path(name))
-
-
-def pretrained_folder(collection: str) -> Path:
-    """The shipped model folder for a built-in collection."""
-    if collection not in PRETRAINED:
-        raise HlotuneError(
-            f"no pretrained model for {collection!r}; shipped: "
-            + ", ".join(f"pretrained:{name}" for name in PRETRAINED)
-        )
-    return Path(__file__).parent / "models" / "pretrained" / collection
 
 
 def random_scores(sample: GraphSample) -> np.ndarray:
@@ -94,28 +86,35 @@ def _builtin_train(collection: str | None) -> Dataset:
 
 
 class ModelScorer:
-    """A trained GraphCostModel as a scorer, which a tuner may fine-tune on its measurements."""
+    """A trained GraphCostModel, or a seed ensemble of them (`models/ensemble.py`), as a scorer,
+    which a tuner may fine-tune on its measurements."""
 
-    def __init__(self, model) -> None:
-        self.model = model
+    def __init__(self, models) -> None:
+        self.models = list(models)
 
     @classmethod
     def load(cls, folder: Path) -> ModelScorer:
+        from hlotune.models.ensemble import ensemble_members, is_ensemble
         from hlotune.models.gnn import GraphCostModel
 
         if not folder.exists():
             raise HlotuneError(f"{folder}: no such model folder (or use baseline:random)")
         if (folder / "model").is_dir():  # the output folder of `hlotune train`
             folder = folder / "model"
-        return cls(GraphCostModel.load(folder))
+        members = ensemble_members(folder) if is_ensemble(folder) else [folder]
+        return cls(GraphCostModel.load(member) for member in members)
 
     def __call__(self, sample: GraphSample) -> np.ndarray:
+        from hlotune.models.ensemble import average_standardised
         from hlotune.models.predict import predict_scores
 
-        return predict_scores(self.model, sample)
+        if len(self.models) == 1:
+            return predict_scores(self.models[0], sample)
+        return average_standardised([predict_scores(model, sample) for model in self.models])
 
     def fine_tune(self, sample: GraphSample, seed: int = 0) -> None:
-        """Adapt the model to one program's measured configs (`sample`'s runtimes)."""
+        """Adapt the model(s) to one program's measured configs (`sample`'s runtimes)."""
         from hlotune.train.fine_tune import fine_tune
 
-        fine_tune(self.model, sample, seed=seed)
+        for model in self.models:
+            fine_tune(model, sample, seed=seed)

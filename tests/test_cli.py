@@ -202,6 +202,24 @@ def test_train_model_options_reach_the_model_file(tmp_path, cli):
     assert (model["conv"], model["config_layers"], model["drop_edge"]) == ("sage", 1, 0.2)
 
 
+def test_train_kaggle_options_reach_the_model_file(tmp_path, cli):
+    """--residual, --instance-norm, --config-softmax, --test-permutations and
+    --analytical-prior are stored in config.json (the groups are the training batch);
+    --relative-targets trains."""
+    options = ["--residual", "--instance-norm", "--config-softmax", "--configs-per-batch", "8",
+               "--relative-targets", "--loss", "mse", "--analytical-prior"]
+    bad = cli("train", "--data", "builtin:flags/valid", "--out", tmp_path / "bad", "--epochs", "1",
+              *options, "--test-permutations", "0")
+    assert_clean_error(bad, "test_permutations must be positive")
+    result = cli("train", "--data", "builtin:flags/valid", "--out", tmp_path / "m", "--epochs", "1",
+                 "--hidden", "8", "--json", *options, "--test-permutations", "4")
+    assert result.returncode == 0, result.stderr
+    assert np.isfinite(json.loads(result.stdout)["history"][0]["train_loss"])
+    model = json.loads((tmp_path / "m" / "model" / "config.json").read_text())["model"]
+    assert (model["residual"], model["instance_norm"], model["config_softmax"]) == (True, True, True)
+    assert (model["test_group_size"], model["test_permutations"], model["analytical_prior"]) == (8, 4, True)
+
+
 def test_eval_with_bad_models_and_options(tmp_path, tpugraphs_dir, cli):
     tile = tpugraphs_dir / "npz" / "tile" / "xla"
     (tmp_path / "broken").mkdir()

@@ -94,6 +94,7 @@ def test_cv_trains_a_gnn_per_fold_with_the_training_options(tmp_path, one_thread
         (("--model", "pretrained:flags"), "pretrained:flags cannot be cross-validated"),
         (("--model", "baseline:gbdt@builtin:flags/train"), "trained on fixed data"),
         (("--model", "baseline:random", "--predictions"), "no --protocol paper"),
+        (("--model", "gnn", "--init-from", "pretrained:layout"), "cannot cross-validate with --init-from"),
     ],
 )
 def test_bad_cv_input_is_a_one_line_error(capsys, args, fragment):

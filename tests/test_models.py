@@ -84,6 +84,8 @@ VARIANTS = {
     "layout-late": (layout_sample, {"layout_join": "late"}),
     "layout-gps": (layout_sample, {"conv": "gps", "attention_heads": 2}),
     "layout-sites": (layout_sample, {"layout_join": "sites", "attention_heads": 2}),
+    "flags-kaggle": (flags_sample, {"config_softmax": True, "instance_norm": True, "residual": True,
+                                    "test_group_size": 2, "test_permutations": 2}),
 }
 
 
@@ -170,6 +172,88 @@ def test_late_joined_sites_attend_to_each_other_with_layout_join_sites():
                               atol=1e-5) == additive
 
 
+def test_residuals_keep_pruning_exact():
+    sample = layout_sample(n=60, config_nodes=(3, 4))
+    model = make_model(sample, residual=True)
+    full = predict_scores(model, sample)
+    model.config = replace(model.config, prune_hops=SMALL["num_layers"])
+    assert model.encode_graph(graph_inputs(sample, model.config, "cpu")).rows_per_config < 60
+    np.testing.assert_allclose(predict_scores(model, sample), full, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(full, predict_scores(make_model(sample), sample))  # another model
+
+
+def test_instance_norm_standardises_each_layer_over_the_nodes():
+    """As torch's own instance norm over a (1, features, nodes) batch, then the learnt affine."""
+    sample = layout_sample()
+    model = make_model(sample, instance_norm=True)
+    graph = graph_inputs(sample, model.config, "cpu")
+    nodes = model._encode_nodes(graph)
+    raw = model.convs[0](nodes, graph.edge_index)
+    expected = torch.nn.functional.instance_norm(raw.T.unsqueeze(0), eps=1e-5)[0].T
+    states = model._propagate(nodes, graph.edge_index, range(1))
+    torch.testing.assert_close(states, expected, atol=1e-5, rtol=1e-5)
+    with torch.no_grad():
+        model.norms[0].weight.fill_(3.0)
+        model.norms[0].bias.fill_(2.0)
+    states = model._propagate(nodes, graph.edge_index, range(1))
+    torch.testing.assert_close(states, 3.0 * expected + 2.0, atol=1e-4, rtol=1e-4)
+
+
+def test_config_softmax_compares_the_configs_of_a_batch_and_learns_its_temperature():
+    sample = flags_sample(c=6)
+    model = make_model(sample, config_softmax=True)
+    together = predict_scores(model, sample)
+    alone = [predict_scores(model, sample, indices=np.array([i]))[0] for i in range(6)]
+    assert not np.allclose(together, alone)  # a score depends on the configs beside it
+    reordered = predict_scores(model, sample, indices=np.arange(6)[::-1])[::-1]
+    np.testing.assert_allclose(reordered, together, rtol=1e-5, atol=1e-6)  # not on their order
+    model.train()
+    graph = graph_inputs(sample, model.config, "cpu")
+    model(graph, torch.as_tensor(sample.configs.config_feat)).var().backward()
+    assert model.config_softmax.log_temperature.grad is not None
+
+
+def test_test_time_averaging_scores_random_groups_as_trained():
+    """With test_group_size, configs are scored in groups of that many, several draws averaged:
+    deterministic, the same as plain scoring when one group holds them all, different (and
+    closer to how the model was trained) when groups are smaller."""
+    sample = flags_sample(c=8)
+    model = make_model(sample, config_softmax=True)
+    plain = predict_scores(model, sample)
+    model.config = replace(model.config, test_group_size=8, test_permutations=3)
+    np.testing.assert_allclose(predict_scores(model, sample), plain, rtol=1e-5, atol=1e-6)
+    model.config = replace(model.config, test_group_size=2)
+    grouped = predict_scores(model, sample)
+    np.testing.assert_array_equal(grouped, predict_scores(model, sample))
+    assert not np.allclose(grouped, plain)
+    model.config = replace(model.config, test_permutations=1)
+    assert not np.allclose(predict_scores(model, sample), grouped)  # three draws, not one
+    independent = make_model(sample, test_group_size=2, test_permutations=3)
+    np.testing.assert_array_equal(predict_scores(independent, sample),
+                                  predict_scores(make_model(sample), sample))
+
+
+def test_the_analytical_prior_adds_a_learnt_multiple_of_the_rule():
+    from hlotune.models.baselines.analytical import analytical_scores
+
+    sample = layout_sample()
+    rule = analytical_scores(sample)
+    assert np.ptp(rule) > 0
+    model, plain = make_model(sample, analytical_prior=True), make_model(sample)
+    np.testing.assert_allclose(predict_scores(model, sample), predict_scores(plain, sample), rtol=1e-6)
+    with torch.no_grad():
+        model.prior_weight.fill_(2.0)
+    np.testing.assert_allclose(predict_scores(model, sample) - predict_scores(plain, sample), 2 * rule,
+                               rtol=1e-4, atol=1e-4)
+    graph = graph_inputs(sample, model.config, "cpu")
+    configs = torch.as_tensor(sample.configs.node_config_feat)
+    model.train()
+    model(graph, configs, torch.as_tensor(rule, dtype=torch.float32)).sum().backward()
+    assert model.prior_weight.grad is not None
+    with pytest.raises(HlotuneError, match="analytical prior"):
+        model(graph, configs)
+
+
 def test_drop_edge_drops_edges_in_training_only():
     sample = layout_sample()
     model = make_model(sample, drop_edge=0.5)
@@ -191,7 +275,7 @@ def test_drop_edge_drops_edges_in_training_only():
     "variant",
     ["tile-late", "flags-early", "layout-pruned", "layout-full", "layout-late", "layout-gat",
      "layout-gin", "layout-gps", "flags-early-gps", "layout-config-layers", "flags-config-layers",
-     "layout-sites"],
+     "layout-sites", "layout-norm-residual", "layout-pruned-residual"],
 )
 def test_scoring_configs_together_equals_one_at_a_time(variant):
     make, options = {
@@ -207,6 +291,8 @@ def test_scoring_configs_together_equals_one_at_a_time(variant):
         "layout-config-layers": (layout_sample, {"config_layers": 1}),
         "layout-sites": (layout_sample, {"layout_join": "sites", "attention_heads": 2}),
         "flags-config-layers": (flags_sample, {"join": "early", "config_layers": 1}),
+        "layout-norm-residual": (layout_sample, {"instance_norm": True, "residual": True}),
+        "layout-pruned-residual": (layout_sample, {"prune_hops": 1, "residual": True}),
     }[variant]
     sample = make()
     model = make_model(sample, **options)
@@ -361,6 +447,12 @@ def test_model_config_rejects_bad_values():
         ModelConfig(layout_join="late", config_layers=1).with_data("layout", 140, 18)
     with pytest.raises(HlotuneError, match="prune_hops applies"):
         ModelConfig(layout_join="late", prune_hops=2)
+    with pytest.raises(HlotuneError, match="cannot be pruned"):
+        ModelConfig(instance_norm=True, prune_hops=3).with_data("layout", 140, 18)
+    with pytest.raises(HlotuneError, match="test_permutations must be positive"):
+        ModelConfig(test_permutations=0)
+    with pytest.raises(HlotuneError, match="test_group_size must be positive"):
+        ModelConfig(test_group_size=0)
     with pytest.raises(HlotuneError, match="set"):
         GraphCostModel(ModelConfig())
     with pytest.raises(HlotuneError, match="node_feat_dim"):

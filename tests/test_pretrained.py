@@ -42,7 +42,7 @@ def test_an_unknown_pretrained_name_is_a_clean_error():
 
 def test_fine_tuning_on_one_program_improves_its_ranking():
     sample = next(iter(Dataset("builtin:flags/test")))
-    model = copy.deepcopy(load_scorer("pretrained:flags").model)
+    model = copy.deepcopy(load_scorer("pretrained:flags").models[0])
     picked = measured(sample)
     targets = log_targets(sample)[picked]
 

@@ -16,6 +16,7 @@ from hlotune.models import GraphCostModel, ModelConfig, predict_scores
 from hlotune.train import CombinedLoss, train
 from hlotune.train import trainer as trainer_module
 from hlotune.train.losses import listmle_loss, mse_loss, pairwise_hinge_loss, pairwise_logistic_loss
+from hlotune.train.targets import centred
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -163,3 +164,35 @@ def test_early_stopping_without_improvement(layout_dir, tmp_path):
     # The fixture's 20 configs share one layout, so validation tau stays 0: no epoch beats the first.
     result = train(layout_dir, layout_dir, tmp_path, epochs=5, loss="mse", patience=2, **FAST)
     assert result.stopped_early and result.epochs_run == 3 and result.best_epoch == 1
+
+
+def test_relative_targets_leave_mse_only_the_differences_within_a_graph():
+    """A graph 20,000x slower than the scores' scale costs plain MSE everything and relative
+    MSE nothing, when the configs' differences are right; ranking losses do not change."""
+    scores = torch.tensor([0.1, 0.5, 0.2])
+    targets = scores + math.log(2e4)
+    assert mse_loss(scores, targets) > 50
+    assert mse_loss(centred(scores), centred(targets)) < 1e-10
+    wrong = torch.tensor([0.5, 0.1, 0.2]) + math.log(2e4)
+    assert mse_loss(centred(scores), centred(wrong)) > 0.05
+    assert pairwise_hinge_loss(centred(scores), centred(targets)) == pairwise_hinge_loss(scores, targets)
+
+
+def test_init_from_copies_the_node_layers_of_another_spaces_model(tmp_path):
+    """Sequential multi-task: a flags model starts from the shipped layout model's node layers,
+    its own scaling, config encoder and head fresh; layers of another shape are refused."""
+    from hlotune.models.files import pretrained_folder
+    from hlotune.train.trainer import transfer_node_layers
+
+    layout = GraphCostModel.load(pretrained_folder("layout"))
+    flags = GraphCostModel(ModelConfig().with_data("flags", 140, 30))
+    transfer_node_layers(layout, flags)
+    theirs = layout.state_dict()
+    copied = [name for name in flags.state_dict() if name.startswith(("opcode_embedding.", "node_encoder.", "convs."))]
+    assert len(copied) > 10 and all(torch.equal(flags.state_dict()[name], theirs[name]) for name in copied)
+    assert not torch.equal(flags.head[0].weight, layout.head[0].weight)  # its own head
+    with pytest.raises(HlotuneError, match="node layers differ"):
+        transfer_node_layers(layout, GraphCostModel(ModelConfig(hidden_dim=8).with_data("flags", 140, 30)))
+    result = train("builtin:flags/valid", None, tmp_path / "run", epochs=1, progress=False,
+                   init_from=pretrained_folder("layout"))
+    assert result.epochs_run == 1

@@ -41,6 +41,18 @@ class ModelConfig:
     alone (pruned exactly, unless a smaller prune_hops asks for less): ranking costs a
     fraction of the full join, while layouts still meet their neighbours and each other.
     `drop_edge`: the fraction of edges each training step removes at random (DropEdge).
+    `residual` adds each graph layer's input to its output; `instance_norm` standardises each
+    layer's output per feature over the nodes of the graph (learnt scale and shift), as the
+    Kaggle winners did. The statistics are the whole graph's, so it cannot be pruned.
+    `config_softmax`: each config's pooled embedding also sees a softmax-weighted summary of
+    the batch's configs along the config axis, its sharpness a learnt temperature (the Kaggle
+    winner's cross-config attention; `cross_config_attention` is multi-head attention).
+    `test_group_size`/`test_permutations`: with either cross-config layer a score depends on
+    the configs scored beside it; inference then scores random groups of this many configs
+    (the training batch), drawn `test_permutations` times, and averages (test-time averaging).
+    `analytical_prior`: a config's score is the network's plus a learnt multiple of the
+    analytical baseline's cost (`baselines/analytical.py`), so the network learns what the
+    hand-written rule misses instead of relearning what it knows, from few graphs.
     `conv` picks the graph layer (`convs.py`); model files from before it existed used "sage".
     `collapse_chains`: the model reads graphs with their chains of plain nodes collapsed
     (`compress.py`), in training and inference alike.
@@ -63,6 +75,12 @@ class ModelConfig:
     collapse_chains: bool = False
     dropout: float = 0.0
     drop_edge: float = 0.0
+    residual: bool = False
+    instance_norm: bool = False
+    config_softmax: bool = False
+    test_group_size: int | None = None
+    test_permutations: int = 1
+    analytical_prior: bool = False
 
     def __post_init__(self) -> None:
         problem = self._problem()
@@ -82,6 +100,9 @@ class ModelConfig:
             )
         if self.join not in JOINS:
             return f"join must be 'early' or 'late', got {self.join!r}"
+        if self.instance_norm and self.pruning_hops is not None and self.collection == "layout":
+            return "instance_norm normalises over the whole graph, so it cannot be pruned " \
+                "(prune_hops, config_layers)"
         if self.layout_join not in LAYOUT_JOINS:
             return f"layout_join must be one of {', '.join(LAYOUT_JOINS)}, got {self.layout_join!r}"
         if self.layout_join != "nodes" and self.prune_hops is not None:
@@ -92,7 +113,8 @@ class ModelConfig:
             return "config_layers applies to configs joined before message passing, not late"
         if self.collection == "layout" and self.config_dim not in (None, LAYOUT_CONFIG_DIM):
             return f"layout configs have {LAYOUT_CONFIG_DIM} columns, not {self.config_dim}"
-        positive = ("hidden_dim", "opcode_dim", "num_layers", "attention_heads")
+        positive = ("hidden_dim", "opcode_dim", "num_layers", "attention_heads", "test_permutations",
+                    "test_group_size")
         for name in positive + ("node_feat_dim", "config_dim"):
             value = getattr(self, name)
             if value is not None and value < (1 if name in positive else 0):
@@ -188,6 +210,11 @@ _TYPE_CHECKS = {
     "layout_join": lambda v: isinstance(v, str),
     "cross_config_attention": lambda v: isinstance(v, bool),
     "collapse_chains": lambda v: isinstance(v, bool),
+    "residual": lambda v: isinstance(v, bool),
+    "instance_norm": lambda v: isinstance(v, bool),
+    "config_softmax": lambda v: isinstance(v, bool),
+    "analytical_prior": lambda v: isinstance(v, bool),
+    "test_group_size": lambda v: v is None or _is_int(v),
     "prune_hops": lambda v: v is None or _is_int(v),
     "config_layers": lambda v: v is None or _is_int(v),
     "dropout": _is_number,

@@ -19,10 +19,21 @@ from torch import Tensor
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 
+PRETRAINED = ("flags", "layout")  # the collections a model ships for, in models/pretrained/
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT = "hlotune-graph-cost-model"
 VERSION = 1
+
+
+def pretrained_folder(collection: str) -> Path:
+    """The shipped model folder for a built-in collection (`pretrained:COLLECTION`)."""
+    if collection not in PRETRAINED:
+        raise HlotuneError(
+            f"no pretrained model for {collection!r}; shipped: "
+            + ", ".join(f"pretrained:{name}" for name in PRETRAINED)
+        )
+    return Path(__file__).parent / "pretrained" / collection
 
 
 def write_model_files(

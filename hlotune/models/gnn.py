@@ -3,8 +3,10 @@
     node  -> opcode embedding + normalised features -> MLP                   (once per graph)
           -> join configs (graph-level: every node or after pooling; layout: configurable
              nodes, before message passing or after it)
-          -> graph layers over both edge directions (GraphSAGE, GAT, GIN or GPS: `convs.py`)
-          -> concat(sum, mean) pooling -> MLP -> [attention across configs] -> head -> score
+          -> graph layers over both edge directions (GraphSAGE, GAT, GIN or GPS: `convs.py`),
+             each [instance-normalised over the nodes] [+ its input]
+          -> concat(sum, mean) pooling -> MLP -> [attention across configs]
+             -> [softmax over the config axis] -> head [+ w * analytical cost] -> score
 
 Training and tuning score many configs of the same graph, so the model is split in two:
 `encode_graph` does everything that does not depend on the config once, and `score` runs only
@@ -29,12 +31,13 @@ from torch_geometric.utils import dropout_edge
 
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
-from hlotune.models.attention import CrossConfigAttention
+from hlotune.models.attention import ConfigSoftmax, CrossConfigAttention
 from hlotune.models.config import ModelConfig
 from hlotune.models.convs import make_conv
 from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE, read_model_files, write_model_files
 from hlotune.models.inputs import GraphInputs
 from hlotune.models.layout_embedding import LayoutEmbedding
+from hlotune.models.norm import GraphInstanceNorm
 from hlotune.models.normalizer import FeatureStats, SignLogNormalizer
 from hlotune.models.prune import Subgraph, prune
 
@@ -83,6 +86,11 @@ class GraphCostModel(nn.Module):
         self.convs = nn.ModuleList(
             make_conv(config.conv, hidden, config.attention_heads) for _ in range(config.num_layers)
         )
+        self.norms = (
+            nn.ModuleList(GraphInstanceNorm(hidden) for _ in range(config.num_layers))
+            if config.instance_norm
+            else None
+        )
         shared = self.late_join or self.layout_late
         self.embed = _mlp(2 * hidden + (hidden if shared else 0), hidden, hidden, dropout)
         if self.layout_late:
@@ -94,6 +102,8 @@ class GraphCostModel(nn.Module):
             if config.cross_config_attention
             else None
         )
+        self.config_softmax = ConfigSoftmax(hidden) if config.config_softmax else None
+        self.prior_weight = nn.Parameter(torch.zeros(())) if config.analytical_prior else None
         self.head = _mlp(hidden, hidden, 1, dropout)
 
     @property
@@ -114,9 +124,10 @@ class GraphCostModel(nn.Module):
         if stats.config is not None:
             self.config_norm.set_stats(stats.config)
 
-    def forward(self, graph: GraphInputs, configs: Tensor) -> Tensor:
-        """Scores `(C,)` of C configs of one graph, `(C, config_dim)` or `(C, nc, 18)` (layout)."""
-        return self.score(self.encode_graph(graph), configs)
+    def forward(self, graph: GraphInputs, configs: Tensor, prior: Tensor | None = None) -> Tensor:
+        """Scores `(C,)` of C configs of one graph, `(C, config_dim)` or `(C, nc, 18)` (layout);
+        `prior` `(C,)`: their analytical costs, for a model with `analytical_prior`."""
+        return self.score(self.encode_graph(graph), configs, prior)
 
     @property
     def shared_layers(self) -> int:
@@ -127,7 +138,7 @@ class GraphCostModel(nn.Module):
 
     def encode_graph(self, graph: GraphInputs) -> GraphContext:
         n, shared, edges = graph.num_nodes, self.shared_layers, self._edges(graph.edge_index)
-        nodes = _propagate(self._encode_nodes(graph), edges, self.convs[:shared])
+        nodes = self._propagate(self._encode_nodes(graph), edges, range(shared))
         if self.late_join or self.layout_late:
             sites = nodes[graph.node_config_ids] if self.layout_late else None
             return GraphContext(n, pooled=_readout(nodes.sum(dim=-2), n), sites=sites)
@@ -148,9 +159,9 @@ class GraphCostModel(nn.Module):
         """
         kept, boundary, n = subgraph.nodes, subgraph.boundary_edge_index, subgraph.num_nodes
         outside, state = [], nodes
-        for conv in self.convs[self.shared_layers :]:
-            outside.append(conv.summed_messages(state, boundary, n)[kept])
-            state = conv(state, edge_index)
+        for index in range(self.shared_layers, len(self.convs)):
+            outside.append(self.convs[index].summed_messages(state, boundary, n)[kept])
+            state = self._layer(index, state, edge_index)
         dropped = torch.ones(n, dtype=torch.bool, device=nodes.device)
         dropped[kept] = False
         return GraphContext(
@@ -162,15 +173,16 @@ class GraphCostModel(nn.Module):
             outside_sum=state[dropped].sum(dim=0),
         )
 
-    def score(self, context: GraphContext, configs: Tensor) -> Tensor:
+    def score(self, context: GraphContext, configs: Tensor, prior: Tensor | None = None) -> Tensor:
         """Scores `(C,)` of C configs against a graph's `encode_graph` context."""
         if self.late_join or self.layout_late:
-            return self._head(context.pooled, configs, context.sites)
+            return self._head(context.pooled, configs, prior, context.sites)
         x = self._join(context, configs)
-        convs = self.convs[self.shared_layers :]
-        for conv, messages in zip(convs, context.outside or [None] * len(convs)):
-            x = conv(x, context.edge_index, messages)
-        return self._head(_readout(x.sum(dim=-2) + context.outside_sum, context.num_nodes), configs)
+        layers = range(self.shared_layers, len(self.convs))
+        for index, messages in zip(layers, context.outside or [None] * len(layers)):
+            x = self._layer(index, x, context.edge_index, messages)
+        pooled = _readout(x.sum(dim=-2) + context.outside_sum, context.num_nodes)
+        return self._head(pooled, configs, prior)
 
     def segment_sum(self, segment: GraphInputs, configs: Tensor) -> Tensor:
         """Sum of the final node states of one GST segment run on its own (edges leaving it cut):
@@ -178,16 +190,33 @@ class GraphCostModel(nn.Module):
         join, or a layout segment without configurable nodes), which then runs once, not C times.
         """
         shared, edges = self.shared_layers, self._edges(segment.edge_index)
-        x = _propagate(self._encode_nodes(segment), edges, self.convs[:shared])
+        x = self._propagate(self._encode_nodes(segment), edges, range(shared))
         ids = segment.node_config_ids
         if not self.late_join and (ids is None or ids.numel()):
             x = self._join(GraphContext(segment.num_nodes, nodes=x, config_nodes=ids), configs)
-        return _propagate(x, edges, self.convs[shared:]).sum(dim=-2).reshape(-1, x.shape[-1])
+        x = self._propagate(x, edges, range(shared, len(self.convs)))
+        return x.sum(dim=-2).reshape(-1, x.shape[-1])
 
-    def score_segments(self, total: Tensor, num_nodes: int, configs: Tensor) -> Tensor:
+    def score_segments(
+        self, total: Tensor, num_nodes: int, configs: Tensor, prior: Tensor | None = None
+    ) -> Tensor:
         """Scores `(C,)` from the segments' summed `segment_sum`s over a graph of `num_nodes`:
         the same readout as `score`, so a segmentation that cuts no edge gives the same scores."""
-        return self._head(_readout(total.expand(len(configs), -1), num_nodes), configs)
+        return self._head(_readout(total.expand(len(configs), -1), num_nodes), configs, prior)
+
+    def _layer(
+        self, index: int, x: Tensor, edge_index: Tensor, outside: Tensor | None = None
+    ) -> Tensor:
+        """Graph layer `index`, then its instance norm and residual where the config asks."""
+        y = self.convs[index](x, edge_index, outside)
+        if self.norms is not None:
+            y = self.norms[index](y)
+        return y + x if self.config.residual else y
+
+    def _propagate(self, x: Tensor, edge_index: Tensor, layers: range) -> Tensor:
+        for index in layers:
+            x = self._layer(index, x, edge_index)
+        return x
 
     def _edges(self, edge_index: Tensor) -> Tensor:
         """DropEdge: in training, each step sees the graph with a random `drop_edge` of its edges
@@ -200,11 +229,13 @@ class GraphCostModel(nn.Module):
         opcodes = self.opcode_embedding(graph.node_opcode)
         return self.node_encoder(torch.cat((opcodes, self.node_norm(graph.node_feat)), dim=-1))
 
-    def _head(self, features: Tensor, configs: Tensor, sites: Tensor | None = None) -> Tensor:
+    def _head(
+        self, features: Tensor, configs: Tensor, prior: Tensor | None, sites: Tensor | None = None
+    ) -> Tensor:
         """Pooled `(C or 1, 2H)` readout -> scores `(C,)`; late join adds the configs here: a
         graph-level config as one vector, a layout as the sum over its sites of each site's
         layout met with its node's final embedding (`sites`), after the sites of a config
-        attended to each other with layout_join "sites"."""
+        attended to each other with layout_join "sites". The analytical prior is added last."""
         if self.late_join:
             encoded = self.config_encoder(self.config_norm(configs))
             features = torch.cat((features.expand(len(configs), -1), encoded), dim=-1)
@@ -214,7 +245,15 @@ class GraphCostModel(nn.Module):
         embedded = self.embed(features)
         if self.attention is not None:
             embedded = self.attention(embedded)
-        return self.head(embedded).squeeze(-1)
+        if self.config_softmax is not None:
+            embedded = self.config_softmax(embedded)
+        scores = self.head(embedded).squeeze(-1)
+        if self.prior_weight is None:
+            return scores
+        if prior is None:
+            raise HlotuneError("this model adds the analytical prior to its scores: pass the "
+                               "configs' costs (models.inputs.prior_inputs)")
+        return scores + self.prior_weight * prior
 
     def site_sum(self, sites: Tensor, configs: Tensor) -> Tensor:
         """`(C, H)`: over a layout's sites, each site's layout met with its node's final state
@@ -275,12 +314,6 @@ def _state_problem(expected: dict[str, Tensor], found: dict[str, Tensor]) -> str
 
 def _some(names: list[str]) -> str:
     return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-
-
-def _propagate(x: Tensor, edge_index: Tensor, convs: nn.ModuleList) -> Tensor:
-    for conv in convs:
-        x = conv(x, edge_index)
-    return x
 
 
 def _readout(total: Tensor, num_nodes: int) -> Tensor:

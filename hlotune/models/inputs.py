@@ -75,6 +75,21 @@ def config_inputs(
     return torch.as_tensor(feat, dtype=torch.float32, device=device)
 
 
+def prior_inputs(sample: GraphSample, config: ModelConfig) -> np.ndarray | None:
+    """`(C,)` the analytical baseline's cost of every config, for a model with
+    `analytical_prior` (None otherwise); call sites take their configs' rows."""
+    if not config.analytical_prior:
+        return None
+    from hlotune.models.baselines.analytical import analytical_scores
+
+    return analytical_scores(sample).astype(np.float32)
+
+
+def prior_rows(prior: np.ndarray | None, indices, device: torch.device | str) -> Tensor | None:
+    """The rows of `prior_inputs` at `indices`, as a tensor (None stays None)."""
+    return None if prior is None else torch.as_tensor(prior[indices], device=device)
+
+
 def data_fields(sample: GraphSample) -> dict[str, Any]:
     """The data fields of a ModelConfig for this sample: `config.with_data(**data_fields(s))`."""
     configs = sample.configs

@@ -1,5 +1,5 @@
-"""`hlotune train` and `hlotune bench scale`: train a cost model, and measure how training
-scales with graph size.
+"""`hlotune train`, `hlotune ensemble` and `hlotune bench scale`: train a cost model, put
+several into one seed ensemble, and measure how training scales with graph size.
 
 `python -m hlotune.train` (the entry point torchrun starts) parses the same arguments as
 `hlotune train`. Heavy modules (torch) load inside the handlers so that `--help` stays fast.
@@ -18,6 +18,7 @@ from hlotune.progress import add_quiet
 
 def add_commands(commands) -> None:
     _add_train(commands)
+    _add_ensemble(commands)
     _add_bench(commands)
 
 
@@ -80,6 +81,26 @@ def add_recipe_arguments(parser) -> None:
                         "graph, and layouts propagate only N hops (fast ranking)")
     parser.add_argument("--drop-edge", type=float, default=0.0, metavar="P",
                         help="DropEdge: each training step removes this fraction of edges")
+    parser.add_argument("--residual", action="store_true",
+                        help="add each graph layer's input to its output")
+    parser.add_argument("--instance-norm", action="store_true",
+                        help="normalise each graph layer's output over the graph's nodes (not "
+                        "with pruning)")
+    parser.add_argument("--config-softmax", action="store_true",
+                        help="cross-config layer: a softmax over the config axis with a learnt "
+                        "temperature (the Kaggle winner's; --attention is multi-head attention)")
+    parser.add_argument("--test-permutations", type=int, metavar="P",
+                        help="with a cross-config layer, score configs in random groups of "
+                        "--configs-per-batch, P draws averaged (test-time averaging)")
+    parser.add_argument("--analytical-prior", action="store_true",
+                        help="add a learnt multiple of the analytical baseline's cost to each score: "
+                        "the network learns what the rule misses")
+    parser.add_argument("--init-from", type=Path, metavar="MODEL_DIR",
+                        help="start the node layers from this model's (e.g. the other space's, "
+                        "pretrained:flags), the configs' layers and head fresh")
+    parser.add_argument("--relative-targets", action="store_true",
+                        help="train on log runtimes relative to the other configs of the graph's "
+                        "batch (matters for mse; ranking losses are unchanged)")
     parser.add_argument("--collapse-chains", action="store_true",
                         help="collapse chains of nodes with one operand, one user and no config "
                         "(kept in the model: eval and predict collapse too)")
@@ -95,10 +116,47 @@ def recipe_kwargs(args: argparse.Namespace) -> dict:
         hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join,
         layout_join=args.layout_join, cross_config_attention=args.attention, prune_hops=args.prune_hops,
         config_layers=args.config_layers, drop_edge=args.drop_edge, collapse_chains=args.collapse_chains,
+        residual=args.residual, instance_norm=args.instance_norm, config_softmax=args.config_softmax,
+        test_group_size=None if args.test_permutations is None else args.configs_per_batch,
+        test_permutations=1 if args.test_permutations is None else args.test_permutations,
+        analytical_prior=args.analytical_prior,
     )
     return dict(epochs=args.epochs, loss=args.loss, configs_per_batch=args.configs_per_batch,
                 lr=args.lr, drop_duplicate_configs=args.drop_duplicate_configs,
+                relative_targets=args.relative_targets, init_from=_init_from(args.init_from),
                 model_config=model_config)
+
+
+def _init_from(folder: Path | None) -> Path | None:
+    """`pretrained:NAME` names a shipped model folder here too."""
+    if folder is None or not str(folder).startswith("pretrained:"):
+        return folder
+    from hlotune.models.files import pretrained_folder
+
+    return pretrained_folder(str(folder).removeprefix("pretrained:"))
+
+
+def _add_ensemble(commands) -> None:
+    ensemble = commands.add_parser(
+        "ensemble", help="put trained models into one seed ensemble",
+        description="Copy trained models (model folders or `hlotune train` outputs, typically "
+        "one recipe trained with several --seed) into OUT, which then scores as one model "
+        "wherever a model folder does: each member's scores standardised per graph, averaged.",
+    )
+    ensemble.add_argument("models", nargs="+", type=Path, metavar="MODEL_DIR")
+    ensemble.add_argument("--out", required=True, type=Path, metavar="DIR")
+    add_quiet(ensemble)
+    ensemble.set_defaults(run=_ensemble)
+
+
+def _ensemble(args: argparse.Namespace) -> int:
+    from hlotune.models.ensemble import write_ensemble
+
+    members = [m / "model" if (m / "model").is_dir() else m for m in args.models]
+    out = write_ensemble(args.out, members)
+    if not args.quiet:
+        print(f"ensemble of {len(members)} models -> {out}")
+    return 0
 
 
 def _add_bench(commands) -> None:

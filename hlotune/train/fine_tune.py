@@ -13,7 +13,7 @@ import torch
 
 from hlotune.data.sample import GraphSample
 from hlotune.models.gnn import GraphCostModel
-from hlotune.models.inputs import config_inputs, graph_inputs
+from hlotune.models.inputs import config_inputs, graph_inputs, prior_inputs, prior_rows
 from hlotune.train.losses import CombinedLoss
 from hlotune.train.targets import log_targets, measured
 
@@ -39,12 +39,14 @@ def fine_tune(
     device = model.device
     graph = graph_inputs(sample, model.config, device)
     targets = torch.as_tensor(log_targets(sample), device=device)
+    prior = prior_inputs(sample, model.config)
     model.train()
     losses = []
     try:
         for _ in range(steps):
             picked = rng.choice(candidates, size=min(configs_per_batch, len(candidates)), replace=False)
-            loss = loss_fn(model(graph, config_inputs(sample, picked, device)), targets[picked])
+            configs = config_inputs(sample, picked, device)
+            loss = loss_fn(model(graph, configs, prior_rows(prior, picked, device)), targets[picked])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

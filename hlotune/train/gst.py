@@ -112,8 +112,10 @@ class SegmentTraining:
         configs: Tensor,
         picked: np.ndarray,
         rng: np.random.Generator,
+        prior: Tensor | None = None,
     ) -> Tensor:
-        """Scores `(C,)` of the configs at `picked`, gradients through the sampled segments."""
+        """Scores `(C,)` of the configs at `picked`, gradients through the sampled segments
+        (`prior`: their analytical costs, for a model that adds them)."""
         segments = self.segments(key, sample, graph, model)
         count = len(segments)
         per_config = not model.late_join
@@ -133,7 +135,7 @@ class SegmentTraining:
             history = sum(self._stale(model, key, shape, i, segments[i], configs, columns)
                           for i in kept)
             total = total + history / (1.0 - self.settings.dropout)
-        return model.score_segments(total, graph.num_nodes, configs)
+        return model.score_segments(total, graph.num_nodes, configs, prior)
 
     def _stale(
         self,

@@ -9,6 +9,7 @@ Configs measured as 0 ns (a test split's hidden label, or a failed run) have no 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from hlotune.data.sample import GraphSample
 from hlotune.evaluate import target_runtimes
@@ -23,3 +24,15 @@ def log_targets(sample: GraphSample) -> np.ndarray:
     """`(C,)` float32 log of `target_runtimes`; meaningful only at `measured` indices."""
     with np.errstate(divide="ignore"):
         return np.log(target_runtimes(sample)).astype(np.float32)
+
+
+def centred(values: torch.Tensor) -> torch.Tensor:
+    """`values` minus their mean: log runtimes (or scores) relative to the batch's configs.
+
+    Runtimes of different graphs differ by orders of magnitude, while the configs of one graph
+    differ by a few percent; MSE on absolute log runtimes spends itself on the first. Centring
+    scores and targets alike leaves MSE only the differences between configs of one graph: the
+    target relative to the default config's runtime, up to a constant per batch, which no
+    ranking sees. Pairwise losses are unchanged by it.
+    """
+    return values - values.mean()

@@ -36,7 +36,9 @@ from hlotune.errors import HlotuneError
 from hlotune.models.compress import drop_duplicate_configs
 from hlotune.models.config import ModelConfig
 from hlotune.models.gnn import GraphCostModel
-from hlotune.models.inputs import check_compatible, config_inputs, data_fields, graph_inputs
+from hlotune.models.inputs import (
+    check_compatible, config_inputs, data_fields, graph_inputs, prior_inputs, prior_rows,
+)
 from hlotune.models.normalizer import fit_feature_stats
 from hlotune.progress import progress_bar
 from hlotune.train import distributed
@@ -45,7 +47,7 @@ from hlotune.train.distributed import Group
 from hlotune.train.gst import GSTSettings, SegmentTraining
 from hlotune.train.log import EpochLog, plot_curves, write_csv
 from hlotune.train.losses import CombinedLoss
-from hlotune.train.targets import log_targets, measured
+from hlotune.train.targets import centred, log_targets, measured
 from hlotune.train.validate import validate
 
 PathLike = str | os.PathLike[str]
@@ -74,6 +76,8 @@ class TrainSettings:
     graphs_per_step: int = 1  # per process; a step of K processes takes K times as many
     drop_duplicate_configs: bool = False  # see hlotune.models.compress
     gst: GSTSettings | None = None  # Graph Segment Training; None trains on whole graphs
+    relative_targets: bool = False  # see targets.centred
+    init_from: str | None = None  # a model whose node layers this run starts from
 
     def __post_init__(self) -> None:
         CombinedLoss.parse(self.loss)
@@ -116,6 +120,8 @@ def train(
     graphs_per_step: int = 1,
     drop_duplicate_configs: bool = False,
     gst: GSTSettings | None = None,
+    relative_targets: bool = False,
+    init_from: PathLike | None = None,
     model_config: ModelConfig | None = None,
     resume: bool = False,
     progress: bool = True,
@@ -128,11 +134,15 @@ def train(
     `out_dir`, with the same settings except `epochs` (more epochs also stretch the cosine
     schedule) and `patience`; without it `out_dir` must not hold a run already. A run that
     stopped early stays stopped. Unlabelled graphs are skipped. Under torchrun this process is
-    one of several data-parallel trainers (distributed.py).
+    one of several data-parallel trainers (distributed.py). `relative_targets` trains on each
+    config's log runtime relative to the other configs of its batch (`targets.centred`).
+    `init_from` (a model folder, of any collection) gives the node layers their starting
+    weights (`transfer_node_layers`): what one space taught about graphs, another starts from.
     """
     settings = TrainSettings(
         epochs, loss, seed, configs_per_batch, lr, weight_decay, clip_norm, patience, monitor,
-        valid_max_configs, graphs_per_step, drop_duplicate_configs, gst,
+        valid_max_configs, graphs_per_step, drop_duplicate_configs, gst, relative_targets,
+        None if init_from is None else str(init_from),
     )
     group = distributed.join()
     try:
@@ -174,6 +184,8 @@ def _train(
             )
         torch.manual_seed(seed)
         model, steps_per_epoch = _new_model(train_sets, model_config or ModelConfig())
+        if settings.init_from is not None:
+            transfer_node_layers(GraphCostModel.load(_model_folder(Path(settings.init_from))), model)
         model.to(device)
         optimizer_state, state = None, TrainerState(asdict(settings), steps_per_epoch)
     if valid_set is not None and valid_set.collection != model.config.collection:
@@ -247,6 +259,34 @@ def _new_model(train_sets: list[Dataset], config: ModelConfig) -> tuple[GraphCos
     return model, stats.graphs
 
 
+NODE_LAYERS = ("opcode_embedding.", "node_encoder.", "convs.", "norms.")
+
+
+def transfer_node_layers(source: GraphCostModel, target: GraphCostModel) -> None:
+    """Copy `source`'s node layers (opcode embedding, node encoder, graph layers) into `target`;
+    its feature scaling, config encoder and head stay its own. Sequential multi-task learning:
+    flags and layout graphs are the same programs, so what one space's model learnt about their
+    nodes is a start for the other's. A one-line HlotuneError when the layers differ."""
+    mine = target.state_dict()
+    theirs = {k: v for k, v in source.state_dict().items() if k.startswith(NODE_LAYERS)}
+    wanted = {k for k in mine if k.startswith(NODE_LAYERS)}
+    if set(theirs) != wanted or any(theirs[k].shape != mine[k].shape for k in wanted):
+        raise HlotuneError(
+            "--init-from: that model's node layers differ from this one's (hidden size, layers, "
+            "conv, node features or instance norm)"
+        )
+    target.load_state_dict(mine | theirs)
+
+
+def _model_folder(folder: Path) -> Path:
+    """A model folder given as itself, as `hlotune train`'s output, or as an ensemble (its
+    first member)."""
+    from hlotune.models.ensemble import ensemble_members, is_ensemble
+
+    folder = folder / MODEL_DIR if (folder / MODEL_DIR).is_dir() else folder
+    return ensemble_members(folder)[0] if is_ensemble(folder) else folder
+
+
 def _labelled(train_sets: list[Dataset]) -> Iterator[GraphSample]:
     return (sample for dataset in train_sets for sample in dataset if sample.labelled)
 
@@ -277,9 +317,10 @@ class _Step(torch.nn.Module):
         device = self.model.device
         graph = graph_inputs(sample, self.model.config, device)
         configs = config_inputs(sample, picked, device)
+        prior = prior_rows(prior_inputs(sample, self.model.config), picked, device)
         if self.gst is None:
-            return self.model(graph, configs)
-        return self.gst.scores(self.model, key, sample, graph, configs, picked, rng)
+            return self.model(graph, configs, prior)
+        return self.gst.scores(self.model, key, sample, graph, configs, picked, rng, prior)
 
 
 @dataclass
@@ -355,6 +396,8 @@ def _graph_loss(run: _TrainingRun, file: tuple[int, int], seed: list[int]) -> to
     picked = rng.choice(candidates, size=size, replace=False)
     scores = run.step(file, sample, picked, rng)
     targets = torch.as_tensor(log_targets(sample)[picked], device=scores.device)
+    if run.settings.relative_targets:
+        scores, targets = centred(scores), centred(targets)
     return run.loss_fn(scores, targets)
 
 

@@ -28,6 +28,7 @@ import numpy as np  # noqa: E402
 
 from hlotune.data.builtin import ROOT  # noqa: E402
 from hlotune.data.npz import read_sample  # noqa: E402
+from hlotune.evaluate import noise_ceiling  # noqa: E402
 
 
 def main() -> None:
@@ -83,6 +84,7 @@ def _report(folder: Path) -> list[dict]:
             "rate": (result["configs"] + result["failed"]) / result["seconds"],
             "noise_floor": result["noise_floor"],
             "spread": result["spread"],
+            "noise_ceiling": noise_ceiling(sample),
             "relative": (runtimes / runtimes[0]).tolist(),  # row 0 is the default config
         })
     return rows
@@ -98,6 +100,11 @@ def _totals(rows: list[dict]) -> dict:
         "median_noise_floor": float(np.median([r["noise_floor"] for r in rows])),
         "median_spread": float(np.median([r["spread"] for r in rows])),
         "failed": sum(r["failed"] for r in rows),
+        "noise_ceiling_by_split": {  # mean over the split's graphs, as `hlotune eval` reports it
+            split: float(np.mean(taus))
+            for split in sorted({r["split"] for r in rows})
+            if (taus := [r["noise_ceiling"] for r in rows if r["split"] == split and r["noise_ceiling"] is not None])
+        },
     }
 
 
@@ -111,6 +118,8 @@ def _print_table(folder: str, rows: list[dict]) -> None:
     print(f"{totals['graphs']} graphs, {totals['configs']} configs at {totals['configs_per_second']:.2f} "
           f"configs/s; median noise floor {totals['median_noise_floor']:.1%}, "
           f"median spread {totals['median_spread']:.2f}x")
+    print("noise ceiling (Kendall tau, odd vs even samples, mean per split): " + ", ".join(
+        f"{split} {tau:.3f}" for split, tau in totals["noise_ceiling_by_split"].items()))
 
 
 def _plot(report: dict[str, list[dict]], path: Path) -> None:

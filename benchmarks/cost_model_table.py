@@ -1,18 +1,22 @@
 """The cost model's results table: the GNN, its ablations and every baseline on held-out data.
 
-Each variant is trained on `builtin:COLLECTION/train` (early stopping on `/valid`) with several
-seeds and evaluated on `/test`, the families no model has seen; baselines are evaluated on the
-same files. Prints a markdown table (mean +- std over seeds) with the noise ceiling, and writes
-the raw numbers as JSON.
+Each variant is trained on `ROOT/COLLECTION/train` (the built-in dataset unless `--root`;
+early stopping on `/valid`) with several seeds and evaluated on `/test`, the families no model
+has seen; baselines are evaluated on the same files, the trained ones fitted on the same train
+split. The full recipe's seeds are also scored together as one seed ensemble. Prints a markdown
+table (mean +- std over seeds) with the noise ceiling, writes the raw numbers as JSON, and with
+`--doc` puts the table into docs/cost_model.md between its markers for the collection.
 
-    OMP_NUM_THREADS=1 python benchmarks/cost_model_table.py --collection flags --seeds 0 1 2
+    OMP_NUM_THREADS=1 python benchmarks/cost_model_table.py --collection flags --doc docs/cost_model.md
     python benchmarks/cost_model_table.py --collection layout --variants full --keep full=DIR
+    python benchmarks/cost_model_table.py --collection flags --root hlotune/datasets/builtin-next
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import tempfile
@@ -22,9 +26,12 @@ from pathlib import Path
 
 import torch
 
+from hlotune.data.builtin import ROOT
 from hlotune.data.dataset import Dataset
 from hlotune.evaluate import evaluate
 from hlotune.models.config import ModelConfig
+from hlotune.models.ensemble import write_ensemble
+from hlotune.models.files import pretrained_folder
 from hlotune.scorers import load_scorer
 from hlotune.train import train
 
@@ -48,31 +55,46 @@ ABLATIONS = {
     "layout sites attend to each other": dict(layout_join="sites", prune_hops=None),
     "layouts join the last 2 layers": dict(config_layers=2, prune_hops=None),
     "layouts join the last layer": dict(config_layers=1, prune_hops=None),
+    # The Kaggle "Fast or Slow" winners' techniques, one at a time on the full recipe
+    "+ residual, instance norm": dict(residual=True, instance_norm=True),  # unpruned: see variants
+    "+ softmax over configs": dict(config_softmax=True),
+    "+ test-time averaging (8 draws)": dict(test_group_size=16, test_permutations=8),
+    "+ DropEdge 0.1": dict(drop_edge=0.1),
+    "+ relative targets": dict(relative_targets=True),
+    # a learnt multiple of the analytical rule's cost added to the score
+    "+ analytical prior": dict(analytical_prior=True),
+    # node layers starting from the other space's shipped model (sequential multi-task)
+    "+ node layers from the other space": dict(init_from="other"),
+    # the same graphs with docs/features.md's extra node columns (--extended-root)
+    "+ extended features": dict(data="extended"),
 }
+ENSEMBLE = "seed ensemble of full"
 MODEL_FIELDS = {f.name for f in fields(ModelConfig)}
-BASELINES = ("baseline:random", "baseline:analytical", "baseline:gbdt")
+BASELINES = ("baseline:random", "baseline:analytical", "baseline:gbdt", "baseline:gbdt-rank")
 
 
-def train_variant(collection: str, settings: dict, seed: int, out: Path, epochs: int) -> float:
-    """Trains one variant into `out`; returns the seconds it took."""
+def train_variant(split: Path, settings: dict, seed: int, out: Path, epochs: int,
+                  train_dir: Path | None = None) -> float:
+    """Trains one variant on `split/train` (or `train_dir`) into `out`, early stopping on
+    `split/valid`; returns the seconds it took."""
     config = ModelConfig(**{k: v for k, v in settings.items() if k in MODEL_FIELDS})
     options = {k: v for k, v in settings.items() if k not in MODEL_FIELDS}
     start = time.perf_counter()
     train(
-        f"builtin:{collection}/train", f"builtin:{collection}/valid", out, epochs=epochs,
+        train_dir or split / "train", split / "valid", out, epochs=epochs,
         seed=seed, patience=max(5, epochs // 4), model_config=config, progress=False, **options,
     )
     return time.perf_counter() - start
 
 
-def scores(model: str, collection: str) -> dict:
+def scores(model: str, split: Path) -> dict:
     """Test metrics, and the validation tau (optimistic: it picked the epoch) beside them."""
     scorer = load_scorer(model)
-    result = evaluate(Dataset(f"builtin:{collection}/test"), scorer)
+    result = evaluate(Dataset(split / "test"), scorer)
     return {
         "kendall_tau": result.kendall_tau, "opa": result.opa, "top_k_error": result.top_k_error,
         "noise_ceiling_tau": result.noise_ceiling_tau,
-        "valid_kendall_tau": evaluate(Dataset(f"builtin:{collection}/valid"), scorer).kendall_tau,
+        "valid_kendall_tau": evaluate(Dataset(split / "valid"), scorer).kendall_tau,
     }
 
 
@@ -83,28 +105,48 @@ def variants(collection: str, names: list[str]) -> dict[str, dict]:
         if collection != "layout" and {"prune_hops", "layout_join", "config_layers"} & set(change):
             continue  # per-node (layout) configs only
         chosen[name] = {**FULL[collection], **change}
+        if change.get("instance_norm"):
+            chosen[name]["prune_hops"] = None  # its statistics are the whole graph's
+        if change.get("init_from") == "other":
+            chosen[name]["init_from"] = pretrained_folder("layout" if collection == "flags" else "flags")
     return chosen
 
 
 def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(1)
+    split = args.root / args.collection
     rows: dict[str, list[dict]] = {}
     keep = dict(item.split("=", 1) for item in args.keep)
-    for name, settings in variants(args.collection, args.variants).items():
-        for seed in args.seeds:
-            out = Path(tempfile.mkdtemp(prefix="hlotune-table-"))
-            seconds = train_variant(args.collection, settings, seed, out, args.epochs)
-            row = scores(str(out / "model"), args.collection) | {"seed": seed, "train_s": seconds}
-            rows.setdefault(name, []).append(row)
-            print(f"{name} seed {seed}: tau {row['kendall_tau']:.3f}, valid "
-                  f"{row['valid_kendall_tau']:.3f} ({seconds:.0f} s)", flush=True)
-            if name in keep and seed == args.seeds[0]:
-                shutil.copytree(out / "model", keep[name], dirs_exist_ok=True)
-            shutil.rmtree(out)
+    work = Path(tempfile.mkdtemp(prefix="hlotune-table-"))
+    try:
+        for index, (name, settings) in enumerate(variants(args.collection, args.variants).items()):
+            data = split
+            if settings.pop("data", None) == "extended":
+                if args.extended_root is None:
+                    print(f"{name}: skipped, no --extended-root", flush=True)
+                    continue
+                data = args.extended_root / args.collection
+            for seed in args.seeds:
+                out = work / f"{index}-{seed}"
+                seconds = train_variant(data, settings, seed, out, args.epochs)
+                row = scores(str(out / "model"), data) | {"seed": seed, "train_s": seconds}
+                rows.setdefault(name, []).append(row)
+                print(f"{name} seed {seed}: tau {row['kendall_tau']:.3f}, valid "
+                      f"{row['valid_kendall_tau']:.3f} ({seconds:.0f} s)", flush=True)
+                if name in keep and seed == args.seeds[0]:
+                    shutil.copytree(out / "model", keep[name], dirs_exist_ok=True)
+        if next(iter(rows), None) == "full" and len(args.seeds) > 1:
+            members = [work / f"0-{seed}" / "model" for seed in args.seeds]
+            rows[ENSEMBLE] = [scores(str(write_ensemble(work / "ensemble", members)), split)]
+            if ENSEMBLE in keep:
+                shutil.copytree(work / "ensemble", keep[ENSEMBLE], dirs_exist_ok=True)
+    finally:
+        shutil.rmtree(work)
     for baseline in BASELINES if args.baselines else ():
-        rows[baseline] = [scores(baseline, args.collection)]
-    return {"collection": args.collection, "epochs": args.epochs, "settings": FULL[args.collection],
-            "rows": rows}
+        trained_here = baseline.startswith("baseline:gbdt") and args.root != ROOT
+        rows[baseline] = [scores(f"{baseline}@{split / 'train'}" if trained_here else baseline, split)]
+    return {"collection": args.collection, "root": str(args.root), "epochs": args.epochs,
+            "settings": FULL[args.collection], "rows": rows}
 
 
 def _mean_std(values: list[float]) -> str:
@@ -113,19 +155,34 @@ def _mean_std(values: list[float]) -> str:
 
 
 def markdown(table: dict) -> str:
-    ks = sorted(next(iter(table["rows"].values()))[0]["top_k_error"], key=int)[:2]
-    lines = [f"| {table['collection']} (test) | Kendall tau | OPA | "
+    """Mean ± std over seeds per row; beside tau, its share of the noise ceiling (odd against
+    even samples: the tau the measurements themselves support)."""
+    first = next(iter(table["rows"].values()))[0]
+    ks, ceiling = sorted(first["top_k_error"], key=int)[:2], first["noise_ceiling_tau"]
+    lines = [f"| {table['collection']} (test) | Kendall tau | of ceiling | OPA | "
              + " | ".join(f"top-{k} error" for k in ks) + " | valid tau |",
-             "|---|---|---|" + "---|" * (len(ks) + 1)]
+             "|---|---|---|---|" + "---|" * (len(ks) + 1)]
     for name, rows in table["rows"].items():
-        cells = [_mean_std([r["kendall_tau"] for r in rows]), _mean_std([r["opa"] for r in rows])]
+        taus = [r["kendall_tau"] for r in rows]
+        share = f"{statistics.fmean(taus) / ceiling:.0%}" if ceiling else "-"
+        cells = [_mean_std(taus), share, _mean_std([r["opa"] for r in rows])]
         cells += [_mean_std([r["top_k_error"][k] for r in rows]) for k in ks]
         cells.append(_mean_std([r["valid_kendall_tau"] for r in rows]))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    ceiling = next(iter(table["rows"].values()))[0]["noise_ceiling_tau"]
     if ceiling is not None:
-        lines.append(f"| noise ceiling (odd vs even samples) | {ceiling:.3f} | | |" + " |" * len(ks))
+        empty = " |" * (len(ks) + 2)
+        lines.append(f"| noise ceiling (odd vs even samples) | {ceiling:.3f} | 100% |{empty}")
     return "\n".join(lines)
+
+
+def write_doc(doc: Path, collection: str, table: str) -> None:
+    """Replace the table between `<!-- table:COLLECTION -->` and `<!-- /table:COLLECTION -->`."""
+    text = doc.read_text()
+    start, end = f"<!-- table:{collection} -->", f"<!-- /table:{collection} -->"
+    if start not in text or end not in text:
+        raise SystemExit(f"{doc}: no {start} ... {end} markers")
+    pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
+    doc.write_text(pattern.sub(lambda _: f"{start}\n{table}\n{end}", text))
 
 
 def main() -> None:
@@ -138,12 +195,21 @@ def main() -> None:
     parser.add_argument("--no-baselines", dest="baselines", action="store_false")
     parser.add_argument("--keep", nargs="*", default=[], metavar="VARIANT=DIR",
                         help="copy the first seed's model of VARIANT to DIR")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="the dataset: COLLECTION/{train,valid,test} under it (default: built-in)")
+    parser.add_argument("--extended-root", type=Path,
+                        help="the same dataset with extended node features "
+                        "(benchmarks/extended_dataset.py), for the '+ extended features' row")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")
+    parser.add_argument("--doc", type=Path, help="put the table into this markdown file, between "
+                        "<!-- table:COLLECTION --> and <!-- /table:COLLECTION -->")
     args = parser.parse_args()
     table = run(args)
     if args.json:
         args.json.write_text(json.dumps(table, indent=1))
     print(markdown(table))
+    if args.doc:
+        write_doc(args.doc, args.collection, markdown(table))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,10 @@ GraphCostModel, whose weights do not change the time: layout configs with messag
 over the whole graph, pruned to `prune_hops = num_layers` hops (exact), joined before the last
 one or two layers only (`config_layers`: the first run once per graph, the rest on the 1- or
 2-hop neighbourhood of the configurable nodes) and joined late (each site's layout meets its
-node's final embedding: no propagation per config), and flags configs with late join. The time is `predict_scores` end to end, graph encoding included, after one
+node's final embedding: no propagation per config; "sites": the sites of a config attend to
+each other first, optionally with the analytical prior added), the shipped layout model's
+architecture (`pretrained:layout`), and flags configs with late join. The time is
+`predict_scores` end to end, graph encoding included, after one
 warm-up call. What a measured config costs comes from the built-in dataset's summaries:
 collection seconds over configs tried (measured + failed).
 
@@ -25,6 +28,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,6 +44,7 @@ from hlotune.data.builtin import ROOT as BUILTIN  # noqa: E402
 from hlotune.data.dataset import Dataset  # noqa: E402
 from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs  # noqa: E402
 from hlotune.models import GraphCostModel, ModelConfig, data_fields, predict_scores  # noqa: E402
+from hlotune.models.files import pretrained_folder, read_model_files  # noqa: E402
 from hlotune.models.predict import MAX_ROWS  # noqa: E402
 
 FIXTURE = "tpugraphs/npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
@@ -70,6 +75,9 @@ def main(argv: list[str] | None = None) -> None:
         "layout last layer": (_layout(fixture, args.configs), ModelConfig(config_layers=1), "layout"),
         "layout late join": (_layout(fixture, args.configs), ModelConfig(layout_join="late"), "layout"),
         "layout sites": (_layout(fixture, args.configs), ModelConfig(layout_join="sites"), "layout"),
+        "layout sites + prior": (_layout(fixture, args.configs),
+                                 ModelConfig(layout_join="sites", analytical_prior=True), "layout"),
+        "pretrained:layout": (_layout(fixture, args.configs), _shipped("layout"), "layout"),
         "flags late join": (_flags(fixture, args.configs), ModelConfig(join="late"), "flags"),
     }
     measured = measure_seconds_per_config()
@@ -132,6 +140,13 @@ def measure_seconds_per_config() -> dict[str, float]:
         if tried:
             costs[folder.name] = sum(r["seconds"] for r in results) / tried
     return costs
+
+
+def _shipped(collection: str) -> ModelConfig:
+    """The shipped model's architecture (its weights do not change the time), data fields
+    cleared for the fixture's."""
+    config = ModelConfig.from_dict(read_model_files(pretrained_folder(collection))[0])
+    return replace(config, collection=None, node_feat_dim=None, config_dim=None, config_feat_names=())
 
 
 def _layout(fixture: GraphSample, count: int) -> GraphSample:

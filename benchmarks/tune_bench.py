@@ -20,6 +20,7 @@ default). Replay adds, on flags, the transfer model of tuning/transfer.py (fitte
 training families' collections) alone and summed with the GNN's ranking.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
+    python benchmarks/tune_bench.py --root hlotune/datasets/builtin-next --out v2.json --plot v2.png
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
     python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
 """
@@ -80,6 +81,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=4, help="configs per batch (replay)")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="replay: the collections' folder (default: the built-in dataset; "
+                        "hlotune/datasets/builtin-next for edition 2)")
     parser.add_argument("--live", nargs="+", metavar="PROGRAM", help="measure these programs for real")
     parser.add_argument("--space", default="flags", help="the space tuned live (replay: each collection's)")
     parser.add_argument("--budget", type=int, default=64, help="configs per live run")
@@ -103,10 +107,10 @@ def main() -> None:
 
 def replay_rows(args):
     for collection in ("flags", "layout"):
-        train = sorted((ROOT / collection / "train").glob("*.npz"))
+        train = sorted((args.root / collection / "train").glob("*.npz"))
         transfer = TransferCostModel(collection_examples(train)) if collection == "flags" else None
         for split in SPLITS:
-            for npz in sorted((ROOT / collection / split).glob("*.npz")):
+            for npz in sorted((args.root / collection / split).glob("*.npz")):
                 yield replay_program(collection, npz, transfer, args.seeds, args.batch)
 
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import is_program_spec, load_program
 from hlotune.programs.corpus import CORPUS
@@ -121,3 +122,16 @@ def test_a_corpus_program_featurizes_into_tpugraphs_arrays():
     assert graph.node_feat.shape == (len(graph.node_opcode), 140)
     assert graph.edge_index.max() < len(graph.node_opcode)
     assert len(graph.node_opcode) > 100  # a whole decoder, not a stub
+
+
+def test_collect_measures_a_corpus_program_into_the_dataset_format(tmp_path, cli):
+    """`hlotune collect` on a corpus program, as the built-in dataset's edition 2 is collected."""
+    need("jax_md")
+    result = cli("collect", "--space", "flags", "--program", "corpus:jaxmd-lj@tiny", "--configs", "2",
+                 "--batch", "2", "--samples", "2", "--out", tmp_path, "-q")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads((tmp_path / "jaxmd-lj@tiny.json").read_text())
+    assert summary["program"] == "corpus:jaxmd-lj@tiny"
+    assert summary["result"]["configs"] + summary["result"]["failed"] == 3  # the default and 2 drawn
+    sample = read_sample(tmp_path / "jaxmd-lj@tiny.npz")
+    assert sample.num_configs == summary["result"]["configs"] and (sample.configs.config_runtime > 0).all()

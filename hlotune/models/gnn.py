@@ -27,6 +27,7 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 from torch_geometric.utils import dropout_edge
 
 from hlotune.errors import HlotuneError
@@ -258,9 +259,15 @@ class GraphCostModel(nn.Module):
     def site_sum(self, sites: Tensor, configs: Tensor) -> Tensor:
         """`(C, H)`: over a layout's sites, each site's layout met with its node's final state
         `sites` `(nc, H)`, the sites of a config attending to each other first ("sites")."""
-        layouts = self.config_encoder(configs)  # (C, nc, H)
-        nodes = sites.expand(len(configs), -1, -1)
-        met = self.site_encoder(torch.cat((nodes, layouts), dim=-1))
+        # site_encoder on concat(node, layout), its first linear layer split in two: the node
+        # half once per graph, the layout half folded into the layout embedding's table (a
+        # linear map of a sum of embeddings is the sum of mapped embeddings), so a config costs
+        # its lookups and the rest of the MLP, not a (C, nc, 2H) concatenation.
+        first, rest = self.site_encoder[0], self.site_encoder[1:]
+        hidden = sites.shape[-1]
+        nodes = F.linear(sites, first.weight[:, :hidden], first.bias)  # (nc, H)
+        table = self.config_encoder.table.weight @ first.weight[:, hidden:].T
+        met = rest(self.config_encoder(configs, table) + nodes)  # (C, nc, H)
         if self.config.layout_join == "sites":
             met = self.site_attention(met)
         return met.sum(dim=-2)

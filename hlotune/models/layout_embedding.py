@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from hlotune.models.config import LAYOUT_CONFIG_DIM
 
@@ -24,6 +25,11 @@ class LayoutEmbedding(nn.Module):
             "offsets", torch.arange(LAYOUT_CONFIG_DIM) * VALUES + 1, persistent=False
         )
 
-    def forward(self, layouts: Tensor) -> Tensor:
-        """`(..., 18)` layout values -> `(..., dim)`."""
-        return self.table(layouts.long() + self.offsets).sum(dim=-2)
+    def forward(self, layouts: Tensor, table: Tensor | None = None) -> Tensor:
+        """`(..., 18)` layout values -> `(..., dim)`. The sum is taken as the rows are looked up
+        (embedding_bag): materialising the 18 vectors first would move 18x the memory, which is
+        what ranking thousands of configs of a graph with dozens of sites spends its time on.
+        `table` replaces the learnt one (a projection of it, see `GraphCostModel.site_sum`)."""
+        rows = (layouts.long() + self.offsets).reshape(-1, LAYOUT_CONFIG_DIM)
+        weight = self.table.weight if table is None else table
+        return F.embedding_bag(rows, weight, mode="sum").reshape(*layouts.shape[:-1], weight.shape[1])

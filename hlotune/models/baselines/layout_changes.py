@@ -69,9 +69,9 @@ def change_levels(node_config_feat: np.ndarray, ranks: np.ndarray) -> np.ndarray
     a tensor the node features do not describe) is raised to fit the layout.
     """
     layouts = node_config_feat.reshape(*node_config_feat.shape[:2], len(TENSORS), SLOTS)
-    layouts = layouts.astype(np.int64)
-    rank = np.maximum(ranks, layouts.max(-1) + 1)
-    row_major = rank[..., None] - 1 - np.arange(SLOTS)
+    layouts = layouts.astype(np.int8)  # values -1..5: int8 keeps the (c, nc, 3, 6) arrays small
+    rank = np.maximum(ranks.astype(np.int8), layouts.max(-1) + 1)
+    row_major = rank[..., None] - 1 - np.arange(SLOTS, dtype=np.int8)
     moved = (layouts >= 0) & (layouts != row_major)
     return np.where(moved[..., 0], MINOR_MOVED, np.where(moved.any(-1), MAJOR_MOVED, 0.0))
 

@@ -50,8 +50,10 @@ def write_ensemble(out: str | os.PathLike[str], members: Sequence[str | os.PathL
 def _collection(member: Path) -> str:
     if not (member / CONFIG_FILE).is_file():
         raise HlotuneError(f"{member}: not a model folder (no {CONFIG_FILE})")
-    document = read_document(member / CONFIG_FILE, files.FORMAT, files.VERSION, "model config")
-    return str(document.get("model", {}).get("collection"))
+    model = read_document(member / CONFIG_FILE, files.FORMAT, files.VERSION, "model config").get("model")
+    if not isinstance(model, dict):
+        raise HlotuneError(f"{member / CONFIG_FILE}: no model config in it")
+    return str(model.get("collection"))
 
 
 def ensemble_members(folder: Path) -> list[Path]:

@@ -42,8 +42,12 @@ def drop_duplicate_configs(sample: GraphSample) -> GraphSample:
     starts = np.flatnonzero(np.r_[True, group[order][1:] != group[order][:-1]])
     measured = np.add.reduceat((runtime[order] > 0).astype(np.int64), starts)
     keep = np.sort(order[starts + (np.maximum(measured, 1) - 1) // 2])
-    if keep.size == sample.num_configs:
-        return sample
+    return sample if keep.size == sample.num_configs else select_configs(sample, keep)
+
+
+def select_configs(sample: GraphSample, keep: np.ndarray) -> GraphSample:
+    """The sample with only the configs at `keep` (every per-config array taken alike)."""
+    configs = sample.configs
     chosen = {
         f.name: getattr(configs, f.name)[keep]
         for f in fields(configs)

@@ -17,7 +17,7 @@ from torch import Tensor
 from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
-from hlotune.models.compress import collapse_chains
+from hlotune.models.compress import collapse_chains, select_configs
 from hlotune.models.config import LAYOUT_CONFIG_DIM, ModelConfig
 
 
@@ -75,14 +75,17 @@ def config_inputs(
     return torch.as_tensor(feat, dtype=torch.float32, device=device)
 
 
-def prior_inputs(sample: GraphSample, config: ModelConfig) -> np.ndarray | None:
-    """`(C,)` the analytical baseline's cost of every config, for a model with
-    `analytical_prior` (None otherwise); call sites take their configs' rows."""
+def prior_inputs(
+    sample: GraphSample, config: ModelConfig, indices: np.ndarray | None = None
+) -> np.ndarray | None:
+    """The analytical baseline's cost of the configs at `indices` (all by default), for a model
+    with `analytical_prior` (None otherwise); only those configs are costed."""
     if not config.analytical_prior:
         return None
     from hlotune.models.baselines.analytical import analytical_scores
 
-    return analytical_scores(sample).astype(np.float32)
+    chosen = sample if indices is None else select_configs(sample, np.asarray(indices))
+    return analytical_scores(chosen).astype(np.float32)
 
 
 def prior_rows(prior: np.ndarray | None, indices, device: torch.device | str) -> Tensor | None:

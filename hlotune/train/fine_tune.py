@@ -39,14 +39,14 @@ def fine_tune(
     device = model.device
     graph = graph_inputs(sample, model.config, device)
     targets = torch.as_tensor(log_targets(sample), device=device)
-    prior = prior_inputs(sample, model.config)
     model.train()
     losses = []
     try:
         for _ in range(steps):
             picked = rng.choice(candidates, size=min(configs_per_batch, len(candidates)), replace=False)
             configs = config_inputs(sample, picked, device)
-            loss = loss_fn(model(graph, configs, prior_rows(prior, picked, device)), targets[picked])
+            prior = prior_rows(prior_inputs(sample, model.config, picked), slice(None), device)
+            loss = loss_fn(model(graph, configs, prior), targets[picked])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

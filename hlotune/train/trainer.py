@@ -317,7 +317,7 @@ class _Step(torch.nn.Module):
         device = self.model.device
         graph = graph_inputs(sample, self.model.config, device)
         configs = config_inputs(sample, picked, device)
-        prior = prior_rows(prior_inputs(sample, self.model.config), picked, device)
+        prior = prior_rows(prior_inputs(sample, self.model.config, picked), slice(None), device)
         if self.gst is None:
             return self.model(graph, configs, prior)
         return self.gst.scores(self.model, key, sample, graph, configs, picked, rng, prior)

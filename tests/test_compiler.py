@@ -159,14 +159,34 @@ def test_collect_writes_valid_flag_and_layout_files(tmp_path):
         settings = CollectSettings(space=space, configs=3, samples=6, batch=4)
         result = collect("zoo:cnn@tiny", settings, tmp_path / space, progress=False)
         sample = read_sample(result.path)
+        summary = json.loads((tmp_path / space / "cnn@tiny.json").read_text())
         assert sample.collection == space and sample.num_configs == result.configs
-        assert result.configs + result.failed == 4  # the default and 3 drawn configs
+        # the default, 3 drawn configs and a replacement for each that failed
+        assert result.configs + result.failed == 4 + summary["replacements"]
         assert sample.configs.config_runtime_samples.shape == (result.configs, 6)
         assert (sample.configs.config_runtime > 0).all()
-        summary = json.loads((tmp_path / space / "cnn@tiny.json").read_text())
         assert summary["machine"]["jax"] == "0.10.2" and summary["batches"][0]["noise_floor"] >= 0
     layout = read_sample(tmp_path / "layout" / "cnn@tiny.npz").configs
     assert (layout.node_config_feat[0] == -1).all() and (layout.node_config_feat[1:] != -1).any()
+
+
+def test_collection_replaces_configs_that_fail_by_further_draws(tmp_path, monkeypatch):
+    """A config that crashes XLA stays recorded as failed, and the next config of the stream
+    is measured in its place, so the file holds as many healthy configs as asked for."""
+    from hlotune.collect import collector
+
+    crash = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["gather_simplifier"]}))
+    stream = [crash] + [CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False})),
+                        CompileConfig(FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False}))]
+    monkeypatch.setattr(collector, "draw_configs", lambda layouts, settings, count=None:
+                        stream[: settings.configs if count is None else count])
+    settings = CollectSettings(space="flags", configs=2, samples=2, batch=2, repeats=1)
+    result = collect("zoo:lstm@tiny", settings, tmp_path, progress=False)
+    summary = json.loads((tmp_path / "lstm@tiny.json").read_text())
+    assert (result.configs, result.failed, summary["replacements"]) == (3, 1, 1)
+    assert [r["status"] for r in summary["configs"]] == [FAILED, OK, OK]
+    assert [r["batch"] for r in summary["configs"]] == [0, 0, 1]  # the replacement: its own batch
+    assert collect("zoo:lstm@tiny", settings, tmp_path, progress=False).resumed
 
 
 def test_interrupted_collection_resumes_without_repeating_work(tmp_path):
@@ -238,6 +258,7 @@ def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
     settings = CollectSettings(space="flags", configs=40, seed=1)
     drawn = draw_configs(mlp_space, settings)
     assert drawn == draw_configs(mlp_space, settings)
+    assert draw_configs(mlp_space, settings, 50)[:40] == drawn  # failures' replacements come next
     assert drawn != draw_configs(mlp_space, CollectSettings(space="flags", configs=40, seed=2))
     assert len(set(drawn)) == 40 and not any(config.is_default for config in drawn)
     singles = Exhaustive.around_default(SearchSpace("flags", allow_numerics_change=True)).ask(1000)

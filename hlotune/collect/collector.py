@@ -3,7 +3,9 @@
 For each program: featurize its graph once, draw the configs (same seed, same configs), measure
 them in batches with the default's replicas in each batch, and write `NAME.npz` (the graph, the
 configs, the runtimes and every sample) with `NAME.json` beside it (what was measured, on what,
-the failures and their reasons, noise floors). A journal makes it resumable.
+the failures and their reasons, noise floors). A journal makes it resumable. Configs that fail
+(rejected by XLA, crashing it, or computing something else) are replaced by further draws of the
+same stream until `configs` are measured, at most as many again.
 
 Batches run minutes apart and a shared machine drifts, so each config's runtime is corrected by
 its batch: `median(config) * default / median(batch default)`, where `default` is the median of
@@ -82,15 +84,17 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
     summary_path = out / f"{name}.json"
     if summary_path.exists():
         done = json.loads(summary_path.read_text())
-        if done.get("settings") == asdict(settings):
+        if done.get("settings") == asdict(settings) and _complete(done, settings):
             return CollectResult(**done["result"] | {"resumed": True})
     started = time.perf_counter()
     layouts = LayoutSpace(program)
     candidates = draw_configs(layouts, settings)
     journal = Journal(out / ".journal" / f"{name}.jsonl", asdict(settings) | {"program": program.name})
     resumed = bool(journal.rounds)
-    batches = _measure_batches(program.name, candidates, settings, journal, progress)
-    sample, records = _assemble(layouts, candidates, batches, settings)
+    batches = _measure_batches(program.name, _in_batches(candidates, settings.batch), settings,
+                               journal, progress)
+    replaced = _replace_failures(program.name, layouts, settings, candidates, batches, journal, progress)
+    sample, records = _assemble(layouts, batches, settings)
     write_sample(out / f"{name}.npz", sample)
     result = CollectResult(
         program=program.name, path=str(out / f"{name}.npz"),
@@ -103,17 +107,46 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
         "program": program.name, "space": settings.space, "settings": asdict(settings),
         "machine": this_machine().to_dict(), "result": asdict(result) | {"resumed": False},
         "batches": [{k: b[k] for k in ("default_ns", "noise_floor")} for b in batches],
-        "configs": records,
+        "configs": records, "replacements": replaced,
     }
     summary_path.write_text(json.dumps(summary, indent=1))
     return result
 
 
-def draw_configs(layouts: LayoutSpace, settings: CollectSettings) -> list[CompileConfig]:
-    """The configs to measure, drawn through the tuner's space and strategies (the same seed
-    draws the same configs)."""
+def draw_configs(
+    layouts: LayoutSpace, settings: CollectSettings, count: int | None = None
+) -> list[CompileConfig]:
+    """The first `count` (default `settings.configs`) configs of the seed's stream, drawn through
+    the tuner's space and strategies: the same seed draws the same configs, and a longer draw
+    begins with a shorter one."""
     space = SearchSpace(settings.space, layouts, allow_numerics_change=True)  # data wants variety
-    return _strategy(space, settings).ask(settings.configs)
+    return _strategy(space, settings).ask(settings.configs if count is None else count)
+
+
+def _complete(summary: dict, settings: CollectSettings) -> bool:
+    """Whether a finished program's files need no replacement draws (files written before
+    failures were replaced lack the count, and are topped up when short)."""
+    healthy = summary["result"]["configs"] - 1  # the default is not drawn
+    return "replacements" in summary or healthy >= settings.configs
+
+
+def _replace_failures(program, layouts, settings, candidates, batches, journal, progress) -> int:
+    """Measure further draws, one batch per shortfall, until `settings.configs` configs are
+    healthy or as many again were drawn; extends `candidates` and `batches`, returns how many
+    were drawn. Deterministic given the journal, so resuming redraws the same batches."""
+    first = len(candidates)
+    while True:
+        healthy = sum(r["status"] == OK for b in batches for r in b["configs"])
+        short = min(settings.configs - healthy, first + settings.configs - len(candidates))
+        extra = draw_configs(layouts, settings, len(candidates) + short)[len(candidates):] if short > 0 else []
+        if not extra:  # enough, the cap, or the space has no more configs
+            return len(candidates) - first
+        batches += _measure_batches(program, [extra], settings, journal, progress, first=len(batches))
+        candidates += extra
+
+
+def _in_batches(candidates: list[CompileConfig], size: int) -> list[list[CompileConfig]]:
+    return [candidates[start : start + size] for start in range(0, len(candidates), size)]
 
 
 def _strategy(space: SearchSpace, settings: CollectSettings) -> Strategy:
@@ -127,18 +160,20 @@ def _strategy(space: SearchSpace, settings: CollectSettings) -> Strategy:
     return RandomSearch(space, settings.seed, near_default=3)
 
 
-def _measure_batches(program, candidates, settings, journal: Journal, progress: bool) -> list[dict]:
+def _measure_batches(
+    program, groups: list[list[CompileConfig]], settings, journal: Journal, progress: bool, first: int = 0
+) -> list[dict]:
+    """Measure each group of configs as one batch (numbered from `first` in the journal)."""
     measure_settings = settings.measure_settings()
-    starts = range(0, len(candidates), settings.batch)
-    bar = progress_bar(total=len(starts) * measure_settings.rounds, desc=program, unit="round",
+    bar = progress_bar(total=len(groups) * measure_settings.rounds, desc=program, unit="round",
                        show=progress, leave=False)
     summaries = []
-    for batch, start in enumerate(starts):
+    for batch, group in enumerate(groups, first):
         if batch not in journal.batches:
             prior = journal.rounds.get(batch, {})
             bar.update(len(prior.get("d0", [])))
             result = measure(
-                program, candidates[start : start + settings.batch], measure_settings,
+                program, group, measure_settings,
                 prior=prior,
                 on_round=lambda index, samples, b=batch: (journal.record_round(b, index, samples), bar.update()),
             )
@@ -173,7 +208,7 @@ def _record(measurement: Measurement) -> dict:
     }
 
 
-def _assemble(layouts: LayoutSpace, candidates, batches: list[dict], settings: CollectSettings):
+def _assemble(layouts: LayoutSpace, batches: list[dict], settings: CollectSettings):
     """The npz sample (default first, then the healthy configs) and one record per candidate."""
     default_ns = float(np.median([b["default_ns"] for b in batches]))
     configs, runtimes, samples, records = [DEFAULT_CONFIG], [default_ns], [batches[0]["reference_samples"]], []

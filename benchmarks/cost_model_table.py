@@ -65,6 +65,8 @@ ABLATIONS = {
     "+ analytical prior": dict(analytical_prior=True),
     # node layers starting from the other space's shipped model (sequential multi-task)
     "+ node layers from the other space": dict(init_from="other"),
+    # trained jointly with a companion on the other space's train split (shared node layers)
+    "+ joint multi-task with the other space": dict(joint_data="other"),
     # the same graphs with docs/features.md's extra node columns (--extended-root)
     "+ extended features": dict(data="extended"),
 }
@@ -108,8 +110,12 @@ def variants(collection: str, names: list[str]) -> dict[str, dict]:
         if change.get("instance_norm"):
             chosen[name]["prune_hops"] = None  # its statistics are the whole graph's
         if change.get("init_from") == "other":
-            chosen[name]["init_from"] = pretrained_folder("layout" if collection == "flags" else "flags")
+            chosen[name]["init_from"] = pretrained_folder(other_space(collection))
     return chosen
+
+
+def other_space(collection: str) -> str:
+    return "layout" if collection == "flags" else "flags"
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -126,6 +132,8 @@ def run(args: argparse.Namespace) -> dict:
                     print(f"{name}: skipped, no --extended-root", flush=True)
                     continue
                 data = args.extended_root / args.collection
+            if settings.get("joint_data") == "other":  # the same split's other space
+                settings["joint_data"] = data.parent / other_space(args.collection) / "train"
             for seed in args.seeds:
                 out = work / f"{index}-{seed}"
                 seconds = train_variant(data, settings, seed, out, args.epochs)

@@ -182,7 +182,7 @@ def test_init_from_copies_the_node_layers_of_another_spaces_model(tmp_path):
     """Sequential multi-task: a flags model starts from the shipped layout model's node layers,
     its own scaling, config encoder and head fresh; layers of another shape are refused."""
     from hlotune.models.files import pretrained_folder
-    from hlotune.train.trainer import transfer_node_layers
+    from hlotune.train.multitask import transfer_node_layers
 
     layout = GraphCostModel.load(pretrained_folder("layout"))
     flags = GraphCostModel(ModelConfig().with_data("flags", 140, 30))
@@ -196,3 +196,25 @@ def test_init_from_copies_the_node_layers_of_another_spaces_model(tmp_path):
     result = train("builtin:flags/valid", None, tmp_path / "run", epochs=1, progress=False,
                    init_from=pretrained_folder("layout"))
     assert result.epochs_run == 1
+
+
+def test_joint_training_shares_the_node_layers_with_a_companion_of_the_other_space(tmp_path):
+    """Joint multi-task: a layout companion trains beside the flags model on the same node
+    layers, saved with them at the best epoch; those layers learn from both spaces' graphs."""
+    from hlotune.train.multitask import SHARED_MODULES
+
+    joint = dict(FAST, epochs=2, seed=3)
+    result = train("builtin:flags/valid", None, tmp_path / "joint", joint_data="builtin:layout/valid",
+                   **joint)
+    model, companion = GraphCostModel.load(result.model_dir), GraphCostModel.load(tmp_path / "joint" / "joint-model")
+    assert (model.config.collection, companion.config.collection) == ("flags", "layout")
+    mine, theirs = model.state_dict(), companion.state_dict()
+    shared = [name for name in mine if name.startswith(SHARED_MODULES)]
+    assert len(shared) > 10 and all(torch.equal(mine[name], theirs[name]) for name in shared)
+    alone = GraphCostModel.load(train("builtin:flags/valid", None, tmp_path / "alone", **joint).model_dir)
+    assert not torch.equal(alone.convs[0].update[0].weight, model.convs[0].update[0].weight)
+    with pytest.raises(HlotuneError, match="other space"):
+        train("builtin:flags/valid", None, tmp_path / "same", joint_data="builtin:flags/valid", **joint)
+    with pytest.raises(HlotuneError, match="cannot be resumed"):
+        train("builtin:flags/valid", None, tmp_path / "joint", joint_data="builtin:layout/valid",
+              resume=True, **joint)

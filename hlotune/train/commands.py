@@ -35,6 +35,12 @@ def _add_train(commands) -> None:
     train.add_argument("--out", required=True, type=Path, metavar="MODEL_DIR")
     train.add_argument("--seed", type=int, default=0)
     add_recipe_arguments(train)
+    train.add_argument("--joint-data", nargs="+", default=(), metavar="DIR",
+                       help="the other space's graphs (e.g. builtin:layout/train for flags --data): "
+                       "train a companion model on them jointly, sharing the node layers; it is "
+                       "saved to OUT/joint-model (docs/cost_model.md)")
+    train.add_argument("--joint-weight", type=float, default=1.0, metavar="W",
+                       help="weight of the companion's loss (default 1)")
     train.add_argument("--graphs-per-step", type=int, default=1,
                        help="graphs per optimizer step (per process under torchrun)")
     gst = train.add_argument_group(
@@ -208,6 +214,7 @@ def _train(args: argparse.Namespace) -> int:
     result = train(
         args.data, args.valid, args.out, seed=args.seed, graphs_per_step=args.graphs_per_step,
         gst=_gst_settings(args), resume=args.resume, progress=not args.quiet,
+        joint_data=args.joint_data, joint_weight=args.joint_weight,
         **recipe_kwargs(args),
     )
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import math
 import os
 import time
@@ -46,6 +47,7 @@ from hlotune.train.checkpoint import TrainerState, load_checkpoint, replace_fold
 from hlotune.train.distributed import Group
 from hlotune.train.gst import GSTSettings, SegmentTraining
 from hlotune.train.log import EpochLog, plot_curves, write_csv
+from hlotune.train.multitask import JointTask, companion_config, transfer_node_layers
 from hlotune.train.losses import CombinedLoss
 from hlotune.train.targets import centred, log_targets, measured
 from hlotune.train.validate import validate
@@ -53,6 +55,7 @@ from hlotune.train.validate import validate
 PathLike = str | os.PathLike[str]
 
 MODEL_DIR = "model"
+JOINT_MODEL_DIR = "joint-model"
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "log.csv"
 PLOT_FILE = "curves.png"
@@ -78,6 +81,8 @@ class TrainSettings:
     gst: GSTSettings | None = None  # Graph Segment Training; None trains on whole graphs
     relative_targets: bool = False  # see targets.centred
     init_from: str | None = None  # a model whose node layers this run starts from
+    joint_data: tuple[str, ...] = ()  # the other space's graphs, trained on jointly
+    joint_weight: float = 1.0  # of the joint companion's loss
 
     def __post_init__(self) -> None:
         CombinedLoss.parse(self.loss)
@@ -90,6 +95,10 @@ class TrainSettings:
                 raise HlotuneError(f"{name} must be at least 1, got {value}")
         if not (self.lr > 0 and self.clip_norm > 0 and self.weight_decay >= 0):
             raise HlotuneError("lr and clip_norm must be positive, weight_decay not negative")
+        if not self.joint_weight > 0:
+            raise HlotuneError(f"joint_weight must be positive, got {self.joint_weight}")
+        if self.joint_data and self.gst is not None:
+            raise HlotuneError("joint training (--joint-data) runs on whole graphs, not with GST")
 
 
 @dataclass
@@ -122,6 +131,8 @@ def train(
     gst: GSTSettings | None = None,
     relative_targets: bool = False,
     init_from: PathLike | None = None,
+    joint_data: PathLike | Sequence[PathLike] = (),
+    joint_weight: float = 1.0,
     model_config: ModelConfig | None = None,
     resume: bool = False,
     progress: bool = True,
@@ -138,11 +149,15 @@ def train(
     config's log runtime relative to the other configs of its batch (`targets.centred`).
     `init_from` (a model folder, of any collection) gives the node layers their starting
     weights (`transfer_node_layers`): what one space taught about graphs, another starts from.
+    `joint_data` (the other space's graphs) trains a companion model on them beside this one,
+    sharing its node layers (multitask.py), its loss weighted by `joint_weight`; the companion
+    at the best epoch goes to `out_dir/joint-model/`. A joint run cannot be resumed.
     """
     settings = TrainSettings(
         epochs, loss, seed, configs_per_batch, lr, weight_decay, clip_norm, patience, monitor,
         valid_max_configs, graphs_per_step, drop_duplicate_configs, gst, relative_targets,
-        None if init_from is None else str(init_from),
+        None if init_from is None else str(init_from), tuple(map(str, _folders(joint_data))),
+        joint_weight,
     )
     group = distributed.join()
     try:
@@ -168,11 +183,12 @@ def _train(
         settings.epochs, settings.seed, settings.monitor, settings.patience
     )
     loss_fn = CombinedLoss.parse(settings.loss)
-    dirs = [train_dirs] if isinstance(train_dirs, (str, os.PathLike)) else list(train_dirs)
-    train_sets = [Dataset(folder) for folder in dirs]
+    train_sets = [Dataset(folder) for folder in _folders(train_dirs)]
     valid_set = None if valid_dir is None else Dataset(valid_dir)
     device = distributed.device(group)
 
+    if settings.joint_data and (resume or group.active):
+        raise HlotuneError("a joint run (--joint-data) runs in one process and cannot be resumed")
     if resume:
         model, optimizer_state, state = load_checkpoint(out / CHECKPOINT_DIR, device)
         _check_resumable(state, settings, model_config, model.config)
@@ -193,17 +209,20 @@ def _train(
             f"{valid_set.root}: {valid_set.collection} graphs, "
             f"training on {model.config.collection}"
         )
+    joint = _joint_task(model, settings, device)
+    trained = torch.nn.ModuleList([model] + ([] if joint is None else [joint.companion]))
     optimizer = torch.optim.AdamW(
-        model.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
+        trained.parameters(), lr=settings.lr, weight_decay=settings.weight_decay
     )
     if optimizer_state is not None:
         optimizer.load_state_dict(optimizer_state)
     if settings.gst is not None and model.layout_late:
         raise HlotuneError("graph segment training propagates layouts: it needs layout_join 'nodes'")
-    step = _Step(model, None if settings.gst is None else SegmentTraining(settings.gst))
+    step = _Step(model, None if settings.gst is None else SegmentTraining(settings.gst),
+                 None if joint is None else joint.companion)
     wrapped = distributed.wrap(step, group, unused=settings.gst is not None)
     run = _TrainingRun(wrapped, optimizer, loss_fn, train_sets,
-               _labelled_files(train_sets), settings, group)
+               _labelled_files(train_sets), settings, group, joint)
 
     while state.epoch < epochs and not state.stopped_early:
         started = time.perf_counter()
@@ -224,7 +243,7 @@ def _train(
             seconds=time.perf_counter() - started,
         ))
         value = None if summary is None else summary[monitor]
-        _keep_best(model, out / MODEL_DIR, state, value, patience)
+        _keep_best(model, out / MODEL_DIR, state, value, patience, joint)
         save_checkpoint(out / CHECKPOINT_DIR, model, optimizer, state)
         write_csv(out / LOG_FILE, state.history)
         plot_curves(out / PLOT_FILE, state.history)
@@ -259,23 +278,20 @@ def _new_model(train_sets: list[Dataset], config: ModelConfig) -> tuple[GraphCos
     return model, stats.graphs
 
 
-NODE_LAYERS = ("opcode_embedding.", "node_encoder.", "convs.", "norms.")
+def _folders(dirs: PathLike | Sequence[PathLike]) -> list[PathLike]:
+    return [dirs] if isinstance(dirs, (str, os.PathLike)) else list(dirs)
 
 
-def transfer_node_layers(source: GraphCostModel, target: GraphCostModel) -> None:
-    """Copy `source`'s node layers (opcode embedding, node encoder, graph layers) into `target`;
-    its feature scaling, config encoder and head stay its own. Sequential multi-task learning:
-    flags and layout graphs are the same programs, so what one space's model learnt about their
-    nodes is a start for the other's. A one-line HlotuneError when the layers differ."""
-    mine = target.state_dict()
-    theirs = {k: v for k, v in source.state_dict().items() if k.startswith(NODE_LAYERS)}
-    wanted = {k for k in mine if k.startswith(NODE_LAYERS)}
-    if set(theirs) != wanted or any(theirs[k].shape != mine[k].shape for k in wanted):
-        raise HlotuneError(
-            "--init-from: that model's node layers differ from this one's (hidden size, layers, "
-            "conv, node features or instance norm)"
-        )
-    target.load_state_dict(mine | theirs)
+def _joint_task(model: GraphCostModel, settings: TrainSettings, device) -> JointTask | None:
+    """The companion of a joint run, on `settings.joint_data`, sharing `model`'s node layers."""
+    if not settings.joint_data:
+        return None
+    train_sets = [Dataset(folder) for folder in settings.joint_data]
+    companion, _ = _new_model(train_sets, companion_config(model.config))
+    joint = JointTask.tied(model, companion, train_sets, _labelled_files(train_sets),
+                           settings.joint_weight)
+    joint.companion.to(device)
+    return joint
 
 
 def _model_folder(folder: Path) -> Path:
@@ -303,9 +319,12 @@ class _Step(torch.nn.Module):
     """Scores of one graph's config batch: whole-graph or GST. A module so DDP can wrap it (DDP
     syncs the gradients of what runs through its forward)."""
 
-    def __init__(self, model: GraphCostModel, gst: SegmentTraining | None) -> None:
+    def __init__(
+        self, model: GraphCostModel, gst: SegmentTraining | None,
+        companion: GraphCostModel | None = None,
+    ) -> None:
         super().__init__()
-        self.model, self.gst = model, gst
+        self.model, self.gst, self.companion = model, gst, companion
 
     def forward(
         self,
@@ -314,12 +333,15 @@ class _Step(torch.nn.Module):
         picked: np.ndarray,
         rng: np.random.Generator,
     ) -> torch.Tensor:
-        device = self.model.device
-        graph = graph_inputs(sample, self.model.config, device)
+        model = self.model
+        if self.companion is not None and sample.collection == self.companion.config.collection:
+            model = self.companion
+        device = model.device
+        graph = graph_inputs(sample, model.config, device)
         configs = config_inputs(sample, picked, device)
-        prior = prior_rows(prior_inputs(sample, self.model.config, picked), slice(None), device)
+        prior = prior_rows(prior_inputs(sample, model.config, picked), slice(None), device)
         if self.gst is None:
-            return self.model(graph, configs, prior)
+            return model(graph, configs, prior)
         return self.gst.scores(self.model, key, sample, graph, configs, picked, rng, prior)
 
 
@@ -334,6 +356,7 @@ class _TrainingRun:
     files: list[tuple[int, int]]  # labelled graphs
     settings: TrainSettings
     group: Group
+    joint: JointTask | None = None
 
     @property
     def graphs_per_step(self) -> int:
@@ -354,6 +377,7 @@ def _train_epoch(run: _TrainingRun, state: TrainerState, progress: bool) -> floa
     rng = np.random.default_rng([settings.seed, epoch])
     torch.manual_seed(int(rng.integers(2**62)))  # dropout
     order = rng.permutation(len(files))
+    joint_order = None if run.joint is None else rng.permutation(len(run.joint.files))
     steps = math.ceil(len(files) / run.graphs_per_step)
     total_steps = settings.epochs * math.ceil(state.steps_per_epoch / run.graphs_per_step)
     run.step.train()
@@ -369,10 +393,15 @@ def _train_epoch(run: _TrainingRun, state: TrainerState, progress: bool) -> floa
                 position = first + k
                 last = k == settings.graphs_per_step - 1
                 with contextlib.nullcontext() if last else _no_sync(run.step):
-                    loss = _graph_loss(run, files[order[position % len(files)]], [
-                        settings.seed, epoch, position])
+                    seed = [settings.seed, epoch, position]
+                    loss = _graph_loss(run, run.train_sets, files[order[position % len(files)]], seed)
                     weight = 1.0 / settings.graphs_per_step if position < len(files) else 0.0
-                    (loss * weight).backward()
+                    if run.joint is not None:  # and a graph of the other space
+                        other = run.joint.files[joint_order[position % len(joint_order)]]
+                        joint_loss = _graph_loss(run, run.joint.train_sets, other, seed + [1])
+                        ((loss + run.joint.weight * joint_loss) * weight).backward()
+                    else:
+                        (loss * weight).backward()
                 if weight:
                     losses.append(loss.item())
             torch.nn.utils.clip_grad_norm_(run.step.parameters(), settings.clip_norm)
@@ -384,10 +413,12 @@ def _train_epoch(run: _TrainingRun, state: TrainerState, progress: bool) -> floa
     return float(np.mean(losses)) if losses else math.nan
 
 
-def _graph_loss(run: _TrainingRun, file: tuple[int, int], seed: list[int]) -> torch.Tensor:
+def _graph_loss(
+    run: _TrainingRun, train_sets: list[Dataset], file: tuple[int, int], seed: list[int]
+) -> torch.Tensor:
     """The loss on `configs_per_batch` random measured configs of one graph."""
     d, i = file
-    sample = run.train_sets[d][i]
+    sample = train_sets[d][i]
     if run.settings.drop_duplicate_configs:
         sample = drop_duplicate_configs(sample)
     rng = np.random.default_rng(seed)
@@ -411,12 +442,20 @@ def _cosine(peak: float, step: int, total: int) -> float:
 
 
 def _keep_best(
-    model: GraphCostModel, folder: Path, state: TrainerState, value: float | None, patience: int
+    model: GraphCostModel,
+    folder: Path,
+    state: TrainerState,
+    value: float | None,
+    patience: int,
+    joint: JointTask | None = None,
 ) -> None:
-    """Save the model if it is the best so far (always, without validation); count stale epochs."""
+    """Save the model if it is the best so far (always, without validation), and a joint run's
+    companion beside it, their shared layers the same; count stale epochs."""
     if value is None or state.best_value is None or value > state.best_value:
         state.best_epoch, state.best_value, state.stale_epochs = state.epoch, value, 0
         replace_folder(folder, model.save)
+        if joint is not None:
+            replace_folder(folder.with_name(JOINT_MODEL_DIR), joint.companion.save)
     else:
         state.stale_epochs += 1
         state.stopped_early = state.stale_epochs >= patience
@@ -431,7 +470,7 @@ def _check_resumable(
     defaults = {f.name: f.default for f in fields(TrainSettings)}  # of settings added later
     changed = [
         name for name, value in asdict(settings).items()
-        if name not in RESUMABLE and state.settings.get(name, defaults[name]) != value
+        if name not in RESUMABLE and _as_json(state.settings.get(name, defaults[name])) != _as_json(value)
     ]
     if changed:
         raise HlotuneError(
@@ -444,3 +483,8 @@ def _check_resumable(
         )
         if wanted != saved:
             raise HlotuneError("cannot resume with another model config than the checkpoint's")
+
+
+def _as_json(value):
+    """`value` as the checkpoint's JSON holds it (a tuple is a list)."""
+    return json.loads(json.dumps(value))

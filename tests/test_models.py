@@ -172,6 +172,27 @@ def test_late_joined_sites_attend_to_each_other_with_layout_join_sites():
                               atol=1e-5) == additive
 
 
+@pytest.mark.parametrize("join", ["late", "sites"])
+def test_a_site_is_computed_once_per_distinct_layout_and_the_sums_are_exact(join):
+    """What site_sum gathers from the distinct (site, layout) pairs equals the site encoder on
+    every site of every config, joined as its docstring says, then attended and summed."""
+    from hlotune.models.gnn import distinct_site_layouts
+
+    sample = layout_sample(c=6)
+    feat = torch.as_tensor(sample.configs.node_config_feat)
+    feat = torch.cat((feat, feat[:3]))  # repeated configs: their sites are pairs seen before
+    feat[-1, 0] = feat[0, 0]
+    pair_sites, pair_layouts, index = distinct_site_layouts(feat)
+    assert len(pair_sites) == 6 * 3 < feat.shape[0] * feat.shape[1]
+    assert torch.equal(pair_layouts[index], feat) and torch.equal(pair_sites[index], torch.arange(3).expand(9, 3))
+    model = make_model(sample, layout_join=join, attention_heads=2, hidden_dim=32, dropout=0.1)
+    sites = model.encode_graph(graph_inputs(sample, model.config, "cpu")).sites
+    with torch.no_grad():
+        each = model.site_encoder(torch.cat((sites.expand(9, -1, -1), model.config_encoder(feat)), dim=-1))
+        expected = (model.site_attention(each) if join == "sites" else each).sum(dim=-2)
+        torch.testing.assert_close(model.site_sum(sites, feat), expected, rtol=1e-5, atol=1e-5)
+
+
 def test_residuals_keep_pruning_exact():
     sample = layout_sample(n=60, config_nodes=(3, 4))
     model = make_model(sample, residual=True)

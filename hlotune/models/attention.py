@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 
 class CrossConfigAttention(nn.Module):
@@ -25,6 +26,26 @@ class CrossConfigAttention(nn.Module):
         x = self.norm(items).reshape(-1, *items.shape[-2:])
         mixed, _ = self.attention(x, x, x, need_weights=False)
         return items + mixed.reshape(items.shape)
+
+    def summed(self, distinct: Tensor, index: Tensor) -> Tensor:
+        """`forward(distinct[index]).sum(dim=-2)`, `(B, dim)` for B sets of L items given as rows
+        `index` `(B, L)` of `distinct` `(U, dim)`, without most of the per-item work: the norm
+        and the input projections run once per distinct item, and the output projection once per
+        set (it is affine, so it commutes with the sum); only the attention itself runs per set.
+        Without attention dropout (inference, or a model trained without it)."""
+        attention = self.attention
+        projected = F.linear(self.norm(distinct), attention.in_proj_weight, attention.in_proj_bias)
+        heads = attention.num_heads
+
+        def per_set(rows: Tensor) -> Tensor:  # (U, dim) -> (B, heads, L, dim / heads)
+            return rows[index].unflatten(-1, (heads, -1)).transpose(-3, -2)
+
+        query, key, value = (per_set(rows) for rows in projected.chunk(3, dim=-1))
+        mixed = F.scaled_dot_product_attention(query, key, value)
+        total = mixed.sum(dim=-2).flatten(-2)  # over the set; heads side by side, as MHA joins them
+        out = attention.out_proj
+        mixed_sum = F.linear(total, out.weight) + index.shape[-1] * out.bias
+        return F.embedding_bag(index, distinct, mode="sum") + mixed_sum
 
 
 class ConfigSoftmax(nn.Module):

@@ -37,7 +37,7 @@ from hlotune.models.config import ModelConfig
 from hlotune.models.convs import make_conv
 from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE, read_model_files, write_model_files
 from hlotune.models.inputs import GraphInputs
-from hlotune.models.layout_embedding import LayoutEmbedding
+from hlotune.models.layout_embedding import VALUES, LayoutEmbedding
 from hlotune.models.norm import GraphInstanceNorm
 from hlotune.models.normalizer import FeatureStats, SignLogNormalizer
 from hlotune.models.prune import Subgraph, prune
@@ -258,19 +258,28 @@ class GraphCostModel(nn.Module):
 
     def site_sum(self, sites: Tensor, configs: Tensor) -> Tensor:
         """`(C, H)`: over a layout's sites, each site's layout met with its node's final state
-        `sites` `(nc, H)`, the sites of a config attending to each other first ("sites")."""
+        `sites` `(nc, H)`, the sites of a config attending to each other first ("sites").
+
+        A site's state depends on its node and its layout alone, and the configs ranked
+        together share most of theirs (a search changes a few sites at a time), so it is
+        computed once per distinct (site, layout) pair and gathered; with "sites" the
+        attention then runs per config on the gathered projections (`CrossConfigAttention.
+        summed`). With dropout in training, every site of every config runs on its own."""
         # site_encoder on concat(node, layout), its first linear layer split in two: the node
         # half once per graph, the layout half folded into the layout embedding's table (a
-        # linear map of a sum of embeddings is the sum of mapped embeddings), so a config costs
-        # its lookups and the rest of the MLP, not a (C, nc, 2H) concatenation.
+        # linear map of a sum of embeddings is the sum of mapped embeddings), so a site costs
+        # its lookups and the rest of the MLP, not a concatenation.
         first, rest = self.site_encoder[0], self.site_encoder[1:]
         hidden = sites.shape[-1]
         nodes = F.linear(sites, first.weight[:, :hidden], first.bias)  # (nc, H)
         table = self.config_encoder.table.weight @ first.weight[:, hidden:].T
-        met = rest(self.config_encoder(configs, table) + nodes)  # (C, nc, H)
-        if self.config.layout_join == "sites":
-            met = self.site_attention(met)
-        return met.sum(dim=-2)
+        attend = self.config.layout_join == "sites"
+        if self.training and self.config.dropout:
+            met = rest(self.config_encoder(configs, table) + nodes)  # (C, nc, H)
+            return (self.site_attention(met) if attend else met).sum(dim=-2)
+        pair_sites, pair_layouts, index = distinct_site_layouts(configs)
+        met = rest(self.config_encoder(pair_layouts, table) + nodes[pair_sites])  # (U, H)
+        return self.site_attention.summed(met, index) if attend else F.embedding_bag(index, met, mode="sum")
 
     def _join(self, context: GraphContext, configs: Tensor) -> Tensor:
         """`(C, k, H)` node states with each config added in: at every node (graph-level; adding a
@@ -301,6 +310,21 @@ class GraphCostModel(nn.Module):
             raise HlotuneError(f"{Path(model_dir) / WEIGHTS_FILE}: {problem}")
         model.load_state_dict(tensors)
         return model.to(device)
+
+
+def distinct_site_layouts(configs: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The distinct (site, layout) pairs of layout configs `(C, nc, 18)`: the site `(U,)` and
+    layout `(U, 18)` of each, and which pair each config has at each site `(C, nc)`."""
+    count, sites = configs.shape[0], configs.shape[1]
+    digits = torch.tensor(VALUES, dtype=torch.long, device=configs.device) ** torch.arange(
+        configs.shape[-1], device=configs.device)  # 7**18 < 2**63: one integer per layout
+    codes = ((configs.long() + 1) * digits).sum(dim=-1)
+    _, layout_ids = torch.unique(codes, return_inverse=True)
+    site_ids = torch.arange(sites, device=configs.device)
+    keys, index = torch.unique(layout_ids * sites + site_ids, return_inverse=True)
+    first = torch.empty(len(keys), dtype=torch.long, device=configs.device)
+    first.scatter_(0, index.flatten(), torch.arange(count * sites, device=configs.device))
+    return keys % sites, configs.reshape(-1, configs.shape[-1])[first], index
 
 
 def _state_problem(expected: dict[str, Tensor], found: dict[str, Tensor]) -> str | None:

@@ -10,6 +10,8 @@ table (mean +- std over seeds) with the noise ceiling, writes the raw numbers as
     OMP_NUM_THREADS=1 python benchmarks/cost_model_table.py --collection flags --doc docs/cost_model.md
     python benchmarks/cost_model_table.py --collection layout --variants full --keep full=DIR
     python benchmarks/cost_model_table.py --collection flags --root hlotune/datasets/builtin-next
+    python benchmarks/cost_model_table.py --collection flags --variants "+ joint multi-task with the other space" \
+        --no-baselines --merge docs/img/cost_model_table_flags.json --json docs/img/cost_model_table_flags.json
 """
 
 from __future__ import annotations
@@ -157,6 +159,15 @@ def run(args: argparse.Namespace) -> dict:
             "settings": FULL[args.collection], "rows": rows}
 
 
+def merged(saved: dict, table: dict) -> dict:
+    """`saved`'s rows in their order, each replaced by this run's where it has one, then this
+    run's new rows; refused for another collection or dataset."""
+    for key in ("collection", "root"):
+        if saved[key] != table[key]:
+            raise SystemExit(f"--merge: that table's {key} is {saved[key]}, this run's {table[key]}")
+    return table | {"rows": saved["rows"] | table["rows"]}
+
+
 def _mean_std(values: list[float]) -> str:
     mean = statistics.fmean(values)
     return f"{mean:.3f}" if len(values) == 1 else f"{mean:.3f} ± {statistics.stdev(values):.3f}"
@@ -209,10 +220,15 @@ def main() -> None:
                         help="the same dataset with extended node features "
                         "(benchmarks/extended_dataset.py), for the '+ extended features' row")
     parser.add_argument("--json", type=Path, help="write the raw numbers here")
+    parser.add_argument("--merge", type=Path, metavar="JSON",
+                        help="a saved table (--json) of the same data: its rows join this run's, "
+                        "a row run again replaced, so one variant can be added or rerun")
     parser.add_argument("--doc", type=Path, help="put the table into this markdown file, between "
                         "<!-- table:COLLECTION --> and <!-- /table:COLLECTION -->")
     args = parser.parse_args()
     table = run(args)
+    if args.merge:
+        table = merged(json.loads(args.merge.read_text()), table)
     if args.json:
         args.json.write_text(json.dumps(table, indent=1))
     print(markdown(table))

@@ -15,14 +15,14 @@ import numpy as np
 import pytest
 
 from hlotune.collect.collector import CollectSettings, collect, draw_configs
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import (
     FLAG_FEATURE_NAMES,
     FLAG_OPTIONS,
     FlagConfig,
 )
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
-from hlotune.compiler.measure import FAILED, OK, MeasureSettings, measure
+from hlotune.compiler.measure import FAILED, OK, MeasureSettings, Measurer, measure
 from hlotune.compiler.output_check import check_outputs, rtol_for
 from hlotune.compiler.space import SearchSpace
 from hlotune.compiler.worker import HANG_ON
@@ -141,6 +141,25 @@ def test_measurement_survives_a_config_that_crashes_xla():
     assert measured.max_rel_error < 1e-3
     assert all(len(d.samples_ns) == FAST.rounds * FAST.repeats for d in result.defaults)
     assert result.noise_floor >= 0 and result.default_ns > 0
+
+
+def test_a_measurer_measures_batch_after_batch_in_one_worker():
+    """A collection's or a tuning run's batches share the worker that loaded the program; a
+    batch starts with nothing compiled, and a crash in one leaves the next whole."""
+    crash = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["gather_simplifier"]}))
+    fine = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False}))
+    with Measurer("zoo:lstm@tiny", FAST) as measurer:
+        first = measurer.measure([fine])
+        worker = measurer._session._process.pid
+        second = measurer.measure([fine, DEFAULT_CONFIG])
+        assert measurer._session._process.pid == worker
+        crashed = measurer.measure([crash])
+        third = measurer.measure([fine])
+    assert measurer._session is None  # the worker is gone
+    assert crashed.measurements[0].status == FAILED
+    for batch, configs in ((first, 1), (second, 2), (third, 1)):
+        assert len(batch.measurements) == configs and all(m.ok for m in batch.measurements)
+        assert all(len(m.samples_ns) == FAST.rounds * FAST.repeats for m in batch.measurements + batch.defaults)
 
 
 def test_a_config_that_hangs_is_recorded_as_failed_and_the_batch_goes_on(monkeypatch):

@@ -27,7 +27,7 @@ from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.encode import COLLECTIONS, ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import OK, BatchResult, MeasureSettings, Measurement, measure
+from hlotune.compiler.measure import OK, BatchResult, MeasureSettings, Measurement, Measurer
 from hlotune.compiler.space import SearchSpace
 from hlotune.data.npz import write_sample
 from hlotune.errors import HlotuneError
@@ -91,9 +91,9 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
     candidates = draw_configs(layouts, settings)
     journal = Journal(out / ".journal" / f"{name}.jsonl", asdict(settings) | {"program": program.name})
     resumed = bool(journal.rounds)
-    batches = _measure_batches(program.name, _in_batches(candidates, settings.batch), settings,
-                               journal, progress)
-    replaced = _replace_failures(program.name, layouts, settings, candidates, batches, journal, progress)
+    with Measurer(program.name, settings.measure_settings()) as measurer:  # one worker for all
+        batches = _measure_batches(measurer, _in_batches(candidates, settings.batch), journal, progress)
+        replaced = _replace_failures(measurer, layouts, settings, candidates, batches, journal, progress)
     sample, records = _assemble(layouts, batches, settings)
     write_sample(out / f"{name}.npz", sample)
     result = CollectResult(
@@ -130,7 +130,7 @@ def _complete(summary: dict, settings: CollectSettings) -> bool:
     return "replacements" in summary or healthy >= settings.configs
 
 
-def _replace_failures(program, layouts, settings, candidates, batches, journal, progress) -> int:
+def _replace_failures(measurer, layouts, settings, candidates, batches, journal, progress) -> int:
     """Measure further draws, one batch per shortfall, until `settings.configs` configs are
     healthy or as many again were drawn; extends `candidates` and `batches`, returns how many
     were drawn. Deterministic given the journal, so resuming redraws the same batches."""
@@ -141,7 +141,7 @@ def _replace_failures(program, layouts, settings, candidates, batches, journal, 
         extra = draw_configs(layouts, settings, len(candidates) + short)[len(candidates):] if short > 0 else []
         if not extra:  # enough, the cap, or the space has no more configs
             return len(candidates) - first
-        batches += _measure_batches(program, [extra], settings, journal, progress, first=len(batches))
+        batches += _measure_batches(measurer, [extra], journal, progress, first=len(batches))
         candidates += extra
 
 
@@ -161,25 +161,26 @@ def _strategy(space: SearchSpace, settings: CollectSettings) -> Strategy:
 
 
 def _measure_batches(
-    program, groups: list[list[CompileConfig]], settings, journal: Journal, progress: bool, first: int = 0
+    measurer: Measurer, groups: list[list[CompileConfig]], journal: Journal, progress: bool,
+    first: int = 0,
 ) -> list[dict]:
     """Measure each group of configs as one batch (numbered from `first` in the journal)."""
-    measure_settings = settings.measure_settings()
-    bar = progress_bar(total=len(groups) * measure_settings.rounds, desc=program, unit="round",
+    rounds = measurer.settings.rounds
+    bar = progress_bar(total=len(groups) * rounds, desc=measurer.program, unit="round",
                        show=progress, leave=False)
     summaries = []
     for batch, group in enumerate(groups, first):
         if batch not in journal.batches:
             prior = journal.rounds.get(batch, {})
             bar.update(len(prior.get("d0", [])))
-            result = measure(
-                program, group, measure_settings,
+            result = measurer.measure(
+                group,
                 prior=prior,
                 on_round=lambda index, samples, b=batch: (journal.record_round(b, index, samples), bar.update()),
             )
             journal.record_batch(batch, _batch_summary(result))
         else:
-            bar.update(measure_settings.rounds)
+            bar.update(rounds)
         summaries.append(journal.batches[batch])
     bar.close()
     return summaries

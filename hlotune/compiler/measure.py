@@ -127,19 +127,57 @@ def measure(
     prior: dict[str, list[list[int]]] | None = None,
     on_round: RoundCallback | None = None,
 ) -> BatchResult:
-    """Measure `configs` of the program spec `program` (zoo:NAME or file.py:FACTORY).
+    """Measure `configs` of the program spec `program` (zoo:NAME or file.py:FACTORY) as one
+    batch, in a worker of its own (`Measurer.measure` says how)."""
+    with Measurer(program, settings) as measurer:
+        return measurer.measure(configs, prior=prior, on_round=on_round)
 
-    Inside a batch, `d0` is the reference default, `d1`... its replicas and `c<i>` is
-    `configs[i]`. `prior` (id -> samples of each finished round) resumes an interrupted batch:
-    only the remaining rounds run. `on_round` sees each finished round, to journal it. With a
-    noise target, rounds go on until every live config meets it or the caps are reached;
-    `Measurement.converged` says which did.
+
+class Measurer:
+    """Measures batch after batch of one program's configs in one worker process.
+
+    Loading a program in a worker (building the model, tracing and lowering it) takes seconds,
+    for a corpus model longer than a batch's compiles; a collection or a tuning run measures
+    several batches of the same program, so they share the worker. Each batch starts from no
+    compiled configs, with its own default replicas, as with a fresh worker.
     """
-    ids = {f"d{i}": DEFAULT_CONFIG for i in range(settings.default_replicas + 1)}
-    ids |= {f"c{i}": config for i, config in enumerate(configs)}
-    results = {id: Measurement(config) for id, config in ids.items()}
-    rounds_done = _restore(results, prior or {})
-    with _Session(program, settings) as session:
+
+    def __init__(self, program: str, settings: MeasureSettings = MeasureSettings()) -> None:
+        self.program, self.settings = program, settings
+        self._session: _Session | None = None
+
+    def __enter__(self) -> Measurer:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.__exit__()
+            self._session = None
+
+    def measure(
+        self,
+        configs: Sequence[CompileConfig],
+        *,
+        prior: dict[str, list[list[int]]] | None = None,
+        on_round: RoundCallback | None = None,
+    ) -> BatchResult:
+        """Measure `configs` as one batch.
+
+        Inside a batch, `d0` is the reference default, `d1`... its replicas and `c<i>` is
+        `configs[i]`. `prior` (id -> samples of each finished round) resumes an interrupted
+        batch: only the remaining rounds run. `on_round` sees each finished round, to journal
+        it. With a noise target, rounds go on until every live config meets it or the caps are
+        reached; `Measurement.converged` says which did.
+        """
+        settings, program = self.settings, self.program
+        ids = {f"d{i}": DEFAULT_CONFIG for i in range(settings.default_replicas + 1)}
+        ids |= {f"c{i}": config for i, config in enumerate(configs)}
+        results = {id: Measurement(config) for id, config in ids.items()}
+        rounds_done = _restore(results, prior or {})
+        session = self._fresh_session()
         for id, config in ids.items():
             _compile(session, id, config, results[id], settings)
         if not results["d0"].ok:
@@ -155,12 +193,20 @@ def measure(
             if on_round is not None:
                 on_round(round_index, round_samples)
             round_index += 1
-    if settings.noise_target is not None:
-        for measurement in results.values():
-            if measurement.ok:
-                measurement.converged = measurement.median_halfwidth <= settings.noise_target
-    defaults = [results[id] for id in ids if id.startswith("d")]
-    return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults, loop)
+        if settings.noise_target is not None:
+            for measurement in results.values():
+                if measurement.ok:
+                    measurement.converged = measurement.median_halfwidth <= settings.noise_target
+        defaults = [results[id] for id in ids if id.startswith("d")]
+        return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults, loop)
+
+    def _fresh_session(self) -> _Session:
+        """The worker, started on first use, with no configs compiled."""
+        if self._session is None:
+            self._session = _Session(self.program, self.settings).__enter__()
+        else:
+            self._session.clear()
+        return self._session
 
 
 def _noisy(results: dict[str, Measurement], settings: MeasureSettings) -> bool:
@@ -245,6 +291,15 @@ class _Session:
         if reply["ok"]:
             self._compiled[id] = config
         return reply
+
+    def clear(self) -> None:
+        """Drop every compiled config (a new batch reuses the ids); a dead worker restarts."""
+        ids, self._compiled = list(self._compiled), {}
+        try:
+            for id in ids:
+                self._request({"op": "drop", "id": id}, self.settings.compile_timeout_s)
+        except _WorkerDied:
+            self.restart()
 
     def drop(self, id: str) -> None:
         self._compiled.pop(id, None)

@@ -37,7 +37,7 @@ from typing import Protocol
 from hlotune.atomic import write_bytes_atomic
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.machine import Machine, this_machine
-from hlotune.compiler.measure import BatchResult, MeasureSettings, measure
+from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurer, measure
 from hlotune.errors import HlotuneError
 from hlotune.extras import require
 from hlotune.programs import EXPORT_PREFIX
@@ -61,18 +61,26 @@ class Runner(Protocol):
 
 
 class LocalRunner:
-    """Measures on this machine, one batch at a time."""
+    """Measures on this machine, one batch at a time, the batches of a program in one worker
+    (`Measurer`: its program is loaded once, not once per batch)."""
 
     def __init__(self) -> None:
         self.machine = this_machine()
+        self._measurer: Measurer | None = None
 
     def measure(
         self, program: str, configs: Sequence[CompileConfig], settings: MeasureSettings
     ) -> list[BatchResult]:
-        return [measure(program, configs, settings)]
+        current = self._measurer
+        if current is None or (current.program, current.settings) != (program, settings):
+            self.close()
+            self._measurer = Measurer(program, settings)
+        return [self._measurer.measure(configs)]
 
     def close(self) -> None:
-        pass
+        if self._measurer is not None:
+            self._measurer.close()
+            self._measurer = None
 
 
 class RayRunner:

@@ -30,9 +30,9 @@ import torch
 
 from hlotune.data.builtin import ROOT
 from hlotune.data.dataset import Dataset
-from hlotune.evaluate import evaluate
+from hlotune.evaluate import Scorer, evaluate
 from hlotune.models.config import ModelConfig
-from hlotune.models.ensemble import write_ensemble
+from hlotune.models.ensemble import average_standardised, write_ensemble
 from hlotune.models.files import pretrained_folder
 from hlotune.scorers import load_scorer
 from hlotune.train import train
@@ -73,6 +73,7 @@ ABLATIONS = {
     "+ extended features": dict(data="extended"),
 }
 ENSEMBLE = "seed ensemble of full"
+HYBRID = "full + baseline:gbdt-rank (scores standardised, averaged)"
 MODEL_FIELDS = {f.name for f in fields(ModelConfig)}
 BASELINES = ("baseline:random", "baseline:analytical", "baseline:gbdt", "baseline:gbdt-rank")
 
@@ -91,9 +92,9 @@ def train_variant(split: Path, settings: dict, seed: int, out: Path, epochs: int
     return time.perf_counter() - start
 
 
-def scores(model: str, split: Path) -> dict:
+def scores(model: str | Scorer, split: Path) -> dict:
     """Test metrics, and the validation tau (optimistic: it picked the epoch) beside them."""
-    scorer = load_scorer(model)
+    scorer = load_scorer(model) if isinstance(model, str) else model
     result = evaluate(Dataset(split / "test"), scorer)
     return {
         "kendall_tau": result.kendall_tau, "opa": result.opa, "top_k_error": result.top_k_error,
@@ -150,11 +151,14 @@ def run(args: argparse.Namespace) -> dict:
             rows[ENSEMBLE] = [scores(str(write_ensemble(work / "ensemble", members)), split)]
             if ENSEMBLE in keep:
                 shutil.copytree(work / "ensemble", keep[ENSEMBLE], dirs_exist_ok=True)
+        if next(iter(rows), None) == "full" and args.baselines:  # two kinds of model, one ranking
+            ranker = load_scorer(baseline_spec("baseline:gbdt-rank", args, split))
+            rows[HYBRID] = [scores(blend(load_scorer(str(work / f"0-{seed}" / "model")), ranker), split)
+                            for seed in args.seeds]
     finally:
         shutil.rmtree(work)
     for baseline in BASELINES if args.baselines else ():
-        trained_here = baseline.startswith("baseline:gbdt") and args.root != ROOT
-        rows[baseline] = [scores(f"{baseline}@{split / 'train'}" if trained_here else baseline, split)]
+        rows[baseline] = [scores(baseline_spec(baseline, args, split), split)]
     return {"collection": args.collection, "root": str(args.root), "epochs": args.epochs,
             "settings": FULL[args.collection], "rows": rows}
 
@@ -166,6 +170,16 @@ def merged(saved: dict, table: dict) -> dict:
         if saved[key] != table[key]:
             raise SystemExit(f"--merge: that table's {key} is {saved[key]}, this run's {table[key]}")
     return table | {"rows": saved["rows"] | table["rows"]}
+
+
+def baseline_spec(baseline: str, args: argparse.Namespace, split: Path) -> str:
+    """A trained baseline is fitted on this dataset's train split (the built-in one is cached)."""
+    trained_here = baseline.startswith("baseline:gbdt") and args.root != ROOT
+    return f"{baseline}@{split / 'train'}" if trained_here else baseline
+
+
+def blend(first: Scorer, second: Scorer) -> Scorer:
+    return lambda sample: average_standardised([first(sample), second(sample)])
 
 
 def _mean_std(values: list[float]) -> str:

@@ -28,7 +28,6 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,8 +144,7 @@ def measure_seconds_per_config() -> dict[str, float]:
 def _shipped(collection: str) -> ModelConfig:
     """The shipped model's architecture (its weights do not change the time), data fields
     cleared for the fixture's."""
-    config = ModelConfig.from_dict(read_model_files(pretrained_folder(collection))[0])
-    return replace(config, collection=None, node_feat_dim=None, config_dim=None, config_feat_names=())
+    return ModelConfig.from_dict(read_model_files(pretrained_folder(collection))[0]).without_data()
 
 
 def _layout(fixture: GraphSample, count: int) -> GraphSample:

@@ -94,15 +94,12 @@ class ModelScorer:
 
     @classmethod
     def load(cls, folder: Path) -> ModelScorer:
-        from hlotune.models.ensemble import ensemble_members, is_ensemble
+        from hlotune.models.ensemble import member_folders
         from hlotune.models.gnn import GraphCostModel
 
         if not folder.exists():
             raise HlotuneError(f"{folder}: no such model folder (or use baseline:random)")
-        if (folder / "model").is_dir():  # the output folder of `hlotune train`
-            folder = folder / "model"
-        members = ensemble_members(folder) if is_ensemble(folder) else [folder]
-        return cls(GraphCostModel.load(member) for member in members)
+        return cls(GraphCostModel.load(member) for member in member_folders(folder))
 
     def __call__(self, sample: GraphSample) -> np.ndarray:
         from hlotune.models.ensemble import average_standardised

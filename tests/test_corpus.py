@@ -132,6 +132,7 @@ def test_collect_measures_a_corpus_program_into_the_dataset_format(tmp_path, cli
     assert result.returncode == 0, result.stderr
     summary = json.loads((tmp_path / "jaxmd-lj@tiny.json").read_text())
     assert summary["program"] == "corpus:jaxmd-lj@tiny"
-    assert summary["result"]["configs"] + summary["result"]["failed"] == 3  # the default and 2 drawn
+    # the default, 2 drawn configs and a replacement for each that failed
+    assert summary["result"]["configs"] + summary["result"]["failed"] == 3 + summary["replacements"]
     sample = read_sample(tmp_path / "jaxmd-lj@tiny.npz")
     assert sample.num_configs == summary["result"]["configs"] and (sample.configs.config_runtime > 0).all()

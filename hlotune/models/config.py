@@ -169,6 +169,11 @@ class ModelConfig:
                 raise HlotuneError(f"model config: {name} is {mine!r} but the data has {value!r}")
         return replace(self, **data)
 
+    def without_data(self) -> ModelConfig:
+        """The architecture alone, its data fields cleared for other data to fill."""
+        return replace(self, collection=None, node_feat_dim=None, config_dim=None,
+                       config_feat_names=())
+
     def to_dict(self) -> dict[str, Any]:
         values = asdict(self)
         values["config_feat_names"] = list(self.config_feat_names)

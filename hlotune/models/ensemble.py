@@ -20,7 +20,7 @@ import numpy as np
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 from hlotune.models import files
-from hlotune.models.files import CONFIG_FILE, read_document
+from hlotune.models.files import CONFIG_FILE, model_folder, read_document
 
 ENSEMBLE_FILE = "ensemble.json"
 FORMAT = "hlotune-ensemble"
@@ -54,6 +54,13 @@ def _collection(member: Path) -> str:
     if not isinstance(model, dict):
         raise HlotuneError(f"{member / CONFIG_FILE}: no model config in it")
     return str(model.get("collection"))
+
+
+def member_folders(path: str | os.PathLike[str]) -> list[Path]:
+    """The model folders a path names: a model folder, `hlotune train`'s output folder, or an
+    ensemble's members."""
+    folder = model_folder(path)
+    return ensemble_members(folder) if is_ensemble(folder) else [folder]
 
 
 def ensemble_members(folder: Path) -> list[Path]:

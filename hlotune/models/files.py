@@ -24,6 +24,13 @@ CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT = "hlotune-graph-cost-model"
 VERSION = 1
+TRAINED_MODEL_DIR = "model"  # where `hlotune train OUT` keeps its best model: OUT/model
+
+
+def model_folder(path: str | os.PathLike[str]) -> Path:
+    """A model folder given as itself or as `hlotune train`'s output folder."""
+    path = Path(path)
+    return path / TRAINED_MODEL_DIR if (path / TRAINED_MODEL_DIR).is_dir() else path
 
 
 def pretrained_folder(collection: str) -> Path:

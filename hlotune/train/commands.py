@@ -157,8 +157,9 @@ def _add_ensemble(commands) -> None:
 
 def _ensemble(args: argparse.Namespace) -> int:
     from hlotune.models.ensemble import write_ensemble
+    from hlotune.models.files import model_folder
 
-    members = [m / "model" if (m / "model").is_dir() else m for m in args.models]
+    members = [model_folder(m) for m in args.models]
     out = write_ensemble(args.out, members)
     if not args.quiet:
         print(f"ensemble of {len(members)} models -> {out}")

@@ -11,11 +11,10 @@ Two ways share what one space's model learns about graphs with the other's:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
-from hlotune.models.config import ModelConfig
 from hlotune.models.gnn import GraphCostModel
 
 NODE_LAYERS = ("opcode_embedding.", "node_encoder.", "convs.", "norms.")
@@ -69,10 +68,3 @@ class JointTask:
         for name in SHARED_MODULES:
             setattr(companion, name, getattr(model, name))
         return cls(train_sets, files, companion, weight)
-
-
-def companion_config(config: ModelConfig) -> ModelConfig:
-    """The model's architecture with the data fields cleared, for the other space's graphs to
-    fill: the joint companion is the same network but for its configs' side."""
-    return replace(config, collection=None, node_feat_dim=None, config_dim=None,
-                   config_feat_names=())

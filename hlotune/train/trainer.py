@@ -36,6 +36,8 @@ from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.models.compress import drop_duplicate_configs
 from hlotune.models.config import ModelConfig
+from hlotune.models.ensemble import member_folders
+from hlotune.models.files import TRAINED_MODEL_DIR
 from hlotune.models.gnn import GraphCostModel
 from hlotune.models.inputs import (
     check_compatible, config_inputs, data_fields, graph_inputs, prior_inputs, prior_rows,
@@ -47,14 +49,14 @@ from hlotune.train.checkpoint import TrainerState, load_checkpoint, replace_fold
 from hlotune.train.distributed import Group
 from hlotune.train.gst import GSTSettings, SegmentTraining
 from hlotune.train.log import EpochLog, plot_curves, write_csv
-from hlotune.train.multitask import JointTask, companion_config, transfer_node_layers
+from hlotune.train.multitask import JointTask, transfer_node_layers
 from hlotune.train.losses import CombinedLoss
 from hlotune.train.targets import centred, log_targets, measured
 from hlotune.train.validate import validate
 
 PathLike = str | os.PathLike[str]
 
-MODEL_DIR = "model"
+MODEL_DIR = TRAINED_MODEL_DIR
 JOINT_MODEL_DIR = "joint-model"
 CHECKPOINT_DIR = "checkpoint"
 LOG_FILE = "log.csv"
@@ -201,7 +203,7 @@ def _train(
         torch.manual_seed(seed)
         model, steps_per_epoch = _new_model(train_sets, model_config or ModelConfig())
         if settings.init_from is not None:
-            transfer_node_layers(GraphCostModel.load(_model_folder(Path(settings.init_from))), model)
+            transfer_node_layers(GraphCostModel.load(member_folders(settings.init_from)[0]), model)
         model.to(device)
         optimizer_state, state = None, TrainerState(asdict(settings), steps_per_epoch)
     if valid_set is not None and valid_set.collection != model.config.collection:
@@ -287,20 +289,11 @@ def _joint_task(model: GraphCostModel, settings: TrainSettings, device) -> Joint
     if not settings.joint_data:
         return None
     train_sets = [Dataset(folder) for folder in settings.joint_data]
-    companion, _ = _new_model(train_sets, companion_config(model.config))
+    companion, _ = _new_model(train_sets, model.config.without_data())
     joint = JointTask.tied(model, companion, train_sets, _labelled_files(train_sets),
                            settings.joint_weight)
     joint.companion.to(device)
     return joint
-
-
-def _model_folder(folder: Path) -> Path:
-    """A model folder given as itself, as `hlotune train`'s output, or as an ensemble (its
-    first member)."""
-    from hlotune.models.ensemble import ensemble_members, is_ensemble
-
-    folder = folder / MODEL_DIR if (folder / MODEL_DIR).is_dir() else folder
-    return ensemble_members(folder)[0] if is_ensemble(folder) else folder
 
 
 def _labelled(train_sets: list[Dataset]) -> Iterator[GraphSample]:

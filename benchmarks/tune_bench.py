@@ -16,12 +16,14 @@ Two sources of measurements, one report:
 
 Strategies: random; guided, ranked by the pretrained GNN (what `hlotune tune` ranks with);
 guided+online, which also learns the program while it measures (tuning/online.py, the
-default). Replay adds, on flags, the transfer model of tuning/transfer.py (fitted on the
-training families' collections) alone and summed with the GNN's ranking.
+default); transfer+online, the transfer model of tuning/transfer.py (fitted on --root's
+training families' collections) as the prior. Replay adds the transfer model alone and summed
+with the GNN's ranking.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --root hlotune/datasets/builtin-next --out v2.json --plot v2.png
-    python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
+    python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json \
+        --root hlotune/datasets/builtin-next     # its transfer model fitted on edition 2
     python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
 """
 
@@ -55,7 +57,7 @@ from hlotune.tuning.database import TuningDatabase  # noqa: E402
 from hlotune.tuning.online import OnlineCostModel  # noqa: E402
 from hlotune.tuning.replay import ReplayRunner  # noqa: E402
 from hlotune.tuning.strategies import Exhaustive, Trial  # noqa: E402
-from hlotune.tuning.transfer import TransferCostModel, collection_examples  # noqa: E402
+from hlotune.tuning.transfer import load_transfer  # noqa: E402
 from hlotune.tuning.tuner import tune, Tuner  # noqa: E402
 
 WITHIN = 0.02
@@ -70,10 +72,11 @@ REPLAYED: dict[str, Callable[[Models], CostModel | None]] = {
     "transfer+online": lambda m: OnlineCostModel(m.get("transfer")),
     "guided+transfer+online": lambda m: OnlineCostModel(RankSum([m["gnn"], m["transfer"]])),
 }
-LIVE = {  # name -> tune() options
+LIVE = {  # name -> tune() options ("transfer" is fitted on --root's flags training programs)
     "random": dict(strategy="random"),
     "guided": dict(strategy="evolutionary", online=False),
     "guided+online": dict(strategy="evolutionary", online=True),
+    "transfer+online": dict(strategy="evolutionary", online=True, model="transfer"),
 }
 
 
@@ -107,8 +110,7 @@ def main() -> None:
 
 def replay_rows(args):
     for collection in ("flags", "layout"):
-        train = sorted((args.root / collection / "train").glob("*.npz"))
-        transfer = TransferCostModel(collection_examples(train)) if collection == "flags" else None
+        transfer = load_transfer(f"transfer@{args.root / 'flags' / 'train'}", "flags") if collection == "flags" else None
         for split in SPLITS:
             for npz in sorted((args.root / collection / split).glob("*.npz")):
                 yield replay_program(collection, npz, transfer, args.seeds, args.batch)
@@ -176,12 +178,18 @@ def live_rows(args):
         for i, program in enumerate(args.live):
             db = Path(folder) / f"{i}.sqlite"
             runs = {(name, seed): tune(program, space=args.space, budget=args.budget, db_path=db, seed=seed,
-                                       progress=False, **options)
+                                       progress=False, **_fitted_on(options, args.root))
                     for name, options in LIVE.items() for seed in range(args.seeds)}
             oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
             print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)
             yield [row(program, args.space, name, seed, oracle, result.history,
                        {args.budget: result.speedup}) for (name, seed), result in runs.items()]
+
+
+def _fitted_on(options: dict, root: Path) -> dict:
+    if options.get("model") != "transfer":
+        return options
+    return options | {"model": f"transfer@{root / 'flags' / 'train'}"}
 
 
 def _confirmed_oracle(program: str, space: str, db: Path, fingerprint: str) -> float:

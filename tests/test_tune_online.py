@@ -5,16 +5,18 @@ first, their measurements as a transfer model)."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import ROOT
+from hlotune.errors import HlotuneError
 from hlotune.compiler.layouts import LayoutConfig
 from hlotune.tuning.cost_model import CostModel, RankSum
 from hlotune.tuning.database import Decision, TuningDatabase
 from hlotune.tuning.online import ChoiceModel, OnlineCostModel, ridge
-from hlotune.tuning.transfer import TransferCostModel, collection_examples
+from hlotune.tuning.transfer import TransferCostModel, collection_examples, load_transfer
 from hlotune.tuning.replay import ReplayRunner
 from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial
 from hlotune.tuning.tuner import tune
@@ -118,14 +120,26 @@ def test_the_transfer_model_ranks_flags_by_their_effect_on_other_programs():
     assert predicted[0] > predicted[1] > predicted[2] == predicted[3]  # layouts do not transfer
 
 
-def test_the_transfer_model_ranks_a_held_out_program_better_than_chance():
-    """Fitted on the built-in training families, it orders a test family's recorded configs."""
+def test_the_transfer_model_ranks_a_held_out_program_better_than_chance(tmp_path):
+    """`--model transfer`: fitted on the built-in training families, it orders a test family's
+    recorded configs; `transfer@DIR` fits on DIR's collected programs."""
     from scipy.stats import kendalltau
 
-    model = TransferCostModel(collection_examples(sorted((ROOT / "flags" / "train").glob("*.npz"))))
+    model = load_transfer("transfer", "flags")
     held_out = dict(collection_examples([ROOT / "flags" / "test" / "vit@small.npz"]))
     tau = kendalltau(model.predict(list(held_out)), list(held_out.values()))[0]
     assert model.size > 1000 and tau > 0.3
+    assert load_transfer(f"transfer@{ROOT / 'flags' / 'valid'}", "all").size < model.size
+    with pytest.raises(HlotuneError, match="ranks flags"):
+        load_transfer("transfer", "layout")
+    with pytest.raises(HlotuneError, match="no collected programs"):
+        load_transfer(f"transfer@{tmp_path}", "flags")
+
+
+def test_tune_ranks_with_the_transfer_model_by_name(tmp_path):
+    with pytest.raises(HlotuneError, match="ranks flags"):  # reached: the name was understood
+        tune("zoo:mlp@tiny", space="layout", model="transfer", budget=2, db_path=tmp_path / "db.sqlite",
+             progress=False)
 
 
 def test_a_rank_sum_follows_the_models_agreement_and_teaches_each():

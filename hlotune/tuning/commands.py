@@ -52,7 +52,9 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--model", metavar="M", default="pretrained",
                       help="the cost model ranking the evolutionary strategy's candidates, so "
                       "only the most promising are measured: pretrained (the shipped models, "
-                      "default), a model folder, baseline:NAME, or none")
+                      "default), a model folder, baseline:NAME, transfer[@DIR] (flags: what the "
+                      "options did to the built-in training programs, or to those collected in "
+                      "DIR), or none")
     tune.add_argument("--fine-tune-every", type=int, metavar="N",
                       help="fine-tune the model on this program's measurements every N configs")
     tune.add_argument("--batch", type=int, default=8, metavar="B", help="configs measured together")

@@ -3,11 +3,11 @@
 Many XLA options help or hurt most programs on one machine alike (a vector width, an ISA cap, a
 pass that never pays here), so the per-choice effects of `ChoiceModel`, fitted on other
 programs' measurements, rank a new program's flag configs before it has been measured at all.
-Fitted on the built-in training families, it orders the held-out families' recorded flag
-configs better than the pretrained GNN overall (median Kendall tau 0.55 against 0.48) but puts
-the best ones first less often, so the tuner does not use it by default: benchmarks/tune_bench.py
-compares the two, alone and summed (docs/tuning.md). Layout choices name a program's own
-tensors, so they do not transfer: the model sees flags only.
+Fitted on edition 1's 8 training families, it put the best held-out configs first less often
+than the pretrained GNN; fitted on edition 2's 31, it puts a config within 2% of the best
+second, right after the default, on the median held-out program (benchmarks/tune_bench.py,
+replayed; docs/tuning.md). `hlotune tune --model transfer[@DIR]` ranks with it. Layout choices
+name a program's own tensors, so they do not transfer: the model sees flags only.
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.errors import HlotuneError
 from hlotune.tuning.cost_model import CostModel
 from hlotune.tuning.online import ChoiceModel
 from hlotune.tuning.replay import ReplayRunner
 
+TRANSFER = "transfer"  # the --model name
 PENALTY = 1.0  # ridge penalty, in configs: a light touch on thousands of pooled configs
 Example = tuple[CompileConfig, float]  # a config of some program, its cost relative to the default
 
@@ -37,6 +39,21 @@ class TransferCostModel(CostModel):
 
     def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
         return self.model.predict([_flags(config) for config in configs])
+
+
+def load_transfer(spec: str, space_kind: str) -> TransferCostModel:
+    """`transfer`, fitted on the built-in dataset's flags training programs, or `transfer@DIR`,
+    on the programs `hlotune collect` wrote into DIR."""
+    from hlotune.data.builtin import ROOT
+
+    if space_kind == "layout":
+        raise HlotuneError("the transfer model ranks flags; layouts name each program's own tensors")
+    _, _, folder = spec.partition("@")
+    root = Path(folder) if folder else ROOT / "flags" / "train"
+    files = sorted(npz for npz in root.glob("*.npz") if npz.with_suffix(".json").is_file())
+    if not files:
+        raise HlotuneError(f"{root}: no collected programs (NAME.npz beside NAME.json) to transfer from")
+    return TransferCostModel(collection_examples(files))
 
 
 def collection_examples(npz_files: Iterable[str | Path]) -> list[Example]:

@@ -46,6 +46,7 @@ from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDa
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.online import OnlineCostModel
+from hlotune.tuning.transfer import TRANSFER, load_transfer
 from hlotune.tuning.strategies import (
     Chain,
     Exhaustive,
@@ -127,7 +128,8 @@ def tune(
     `Exhaustive([...])` to measure chosen configs) or an Optuna sampler (the optuna strategy
     with it; its study is stored beside the database, docs/tuning.md). `model` ranks the evolutionary strategy's
     candidates: "pretrained" (the shipped models, the default), a scorer, a name for
-    `hlotune.scorers.load_scorer`, or None for none; other strategies use no model.
+    `hlotune.scorers.load_scorer`, "transfer[@DIR]" (transfer.py: flags only), or None for
+    none; other strategies use no model.
     `fine_tune_every` N fine-tunes the model on the measurements every N evaluated configs.
     `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and
     written under its machine's hardware fingerprint (runners.py). `callbacks` see every batch.
@@ -154,7 +156,7 @@ def tune(
     fingerprint = program_fingerprint(loaded)
     layouts = LayoutSpace(loaded) if space != "flags" or model is not None else None
     search_space = SearchSpace(space, layouts, allow_numerics_change=allow_numerics_change)
-    prior = None if model is None else ScorerCostModel(load_scorers(model, space), layouts, seed)
+    prior = _prior(model, space, layouts, seed)
     learns = online and strategy == "evolutionary"
     cost_model = OnlineCostModel(prior) if learns else prior
     search = _strategy(strategy, search_space, seed, cost_model, OptunaStudy.beside(db_path, fingerprint))
@@ -169,6 +171,15 @@ def tune(
         deadline = None if time_s is None else started + time_s
         decision = tuner.run(budget, deadline, batch)
     return tuner.result(decision, seconds=time.monotonic() - started)
+
+
+def _prior(model: str | Scorer | None, space: str, layouts, seed: int) -> CostModel | None:
+    """The model `model` names: scorers (pretrained, a folder, a baseline) or the transfer model."""
+    if model is None:
+        return None
+    if isinstance(model, str) and model.partition("@")[0] == TRANSFER:
+        return load_transfer(model, space)
+    return ScorerCostModel(load_scorers(model, space), layouts, seed)
 
 
 def _runtime(measurement: Measurement) -> float:

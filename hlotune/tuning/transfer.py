@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.data.builtin import ROOT
 from hlotune.errors import HlotuneError
 from hlotune.tuning.cost_model import CostModel
 from hlotune.tuning.online import ChoiceModel
@@ -44,8 +45,6 @@ class TransferCostModel(CostModel):
 def load_transfer(spec: str, space_kind: str) -> TransferCostModel:
     """`transfer`, fitted on the built-in dataset's flags training programs, or `transfer@DIR`,
     on the programs `hlotune collect` wrote into DIR."""
-    from hlotune.data.builtin import ROOT
-
     if space_kind == "layout":
         raise HlotuneError("the transfer model ranks flags; layouts name each program's own tensors")
     _, _, folder = spec.partition("@")

@@ -110,7 +110,7 @@ def main() -> None:
 
 def replay_rows(args):
     for collection in ("flags", "layout"):
-        transfer = load_transfer(f"transfer@{args.root / 'flags' / 'train'}", "flags") if collection == "flags" else None
+        transfer = load_transfer(_transfer_spec(args.root), "flags") if collection == "flags" else None
         for split in SPLITS:
             for npz in sorted((args.root / collection / split).glob("*.npz")):
                 yield replay_program(collection, npz, transfer, args.seeds, args.batch)
@@ -187,9 +187,12 @@ def live_rows(args):
 
 
 def _fitted_on(options: dict, root: Path) -> dict:
-    if options.get("model") != "transfer":
-        return options
-    return options | {"model": f"transfer@{root / 'flags' / 'train'}"}
+    return options | {"model": _transfer_spec(root)} if options.get("model") == "transfer" else options
+
+
+def _transfer_spec(root: Path) -> str:
+    """The transfer model fitted on `root`'s flags training programs."""
+    return f"transfer@{root / 'flags' / 'train'}"
 
 
 def _confirmed_oracle(program: str, space: str, db: Path, fingerprint: str) -> float:

@@ -294,11 +294,11 @@ class _Session:
 
     def clear(self) -> None:
         """Drop every compiled config (a new batch reuses the ids); a dead worker restarts."""
-        ids, self._compiled = list(self._compiled), {}
         try:
-            for id in ids:
-                self._request({"op": "drop", "id": id}, self.settings.compile_timeout_s)
+            for id in list(self._compiled):
+                self.drop(id)
         except _WorkerDied:
+            self._compiled = {}
             self.restart()
 
     def drop(self, id: str) -> None:

@@ -154,7 +154,8 @@ def tune(
         raise HlotuneError("example arguments go with a function, not with a program spec")
     loaded = load_program(program)
     fingerprint = program_fingerprint(loaded)
-    layouts = LayoutSpace(loaded) if space != "flags" or model is not None else None
+    scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
+    layouts = LayoutSpace(loaded) if space != "flags" or scored else None
     search_space = SearchSpace(space, layouts, allow_numerics_change=allow_numerics_change)
     prior = _prior(model, space, layouts, seed)
     learns = online and strategy == "evolutionary"
@@ -177,9 +178,13 @@ def _prior(model: str | Scorer | None, space: str, layouts, seed: int) -> CostMo
     """The model `model` names: scorers (pretrained, a folder, a baseline) or the transfer model."""
     if model is None:
         return None
-    if isinstance(model, str) and model.partition("@")[0] == TRANSFER:
+    if _is_transfer(model):
         return load_transfer(model, space)
     return ScorerCostModel(load_scorers(model, space), layouts, seed)
+
+
+def _is_transfer(model: str | Scorer) -> bool:
+    return isinstance(model, str) and model.partition("@")[0] == TRANSFER
 
 
 def _runtime(measurement: Measurement) -> float:

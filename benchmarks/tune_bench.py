@@ -25,6 +25,8 @@ with the GNN's ranking.
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json \
         --root hlotune/datasets/builtin-next     # its transfer model fitted on edition 2
     python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
+
+A live run resumes: the programs already in --out are kept and not measured again.
 """
 
 from __future__ import annotations
@@ -97,8 +99,8 @@ def main() -> None:
     if args.report:
         rows = json.loads(args.report.read_text())
     else:
-        rows = []
-        for program_rows in (live_rows(args) if args.live else replay_rows(args)):
+        rows = _finished(args.out) if args.live else []
+        for program_rows in (live_rows(args, {r["program"] for r in rows}) if args.live else replay_rows(args)):
             rows += program_rows
             args.out.write_text(json.dumps(rows, indent=1))  # an interrupted run keeps what it finished
     print(markdown(rows))
@@ -173,9 +175,21 @@ def _replay_tune(program, space, replay, strategy, model, budget, batch) -> tupl
 # Live
 
 
-def live_rows(args):
+def _finished(out: Path) -> list[dict]:
+    """The rows of an earlier live run into `out`: hours of measuring resume program by program."""
+    if not out.exists():
+        return []
+    rows = json.loads(out.read_text())
+    if not all(r.get("live") for r in rows):
+        sys.exit(f"tune_bench: error: {out} holds a replay run; give the live run its own --out")
+    if rows:
+        print(f"resuming {out}: {len({r['program'] for r in rows})} programs measured before", file=sys.stderr)
+    return rows
+
+
+def live_rows(args, finished: set[str]):
     with tempfile.TemporaryDirectory(prefix="hlotune-tune-bench-") as folder:
-        for i, program in enumerate(args.live):
+        for i, program in enumerate(p for p in args.live if p not in finished):
             db = Path(folder) / f"{i}.sqlite"
             runs = {(name, seed): tune(program, space=args.space, budget=args.budget, db_path=db, seed=seed,
                                        progress=False, **_fitted_on(options, args.root))
@@ -183,7 +197,7 @@ def live_rows(args):
             oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
             print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)
             yield [row(program, args.space, name, seed, oracle, result.history,
-                       {args.budget: result.speedup}) for (name, seed), result in runs.items()]
+                       {args.budget: result.speedup}) | {"live": True} for (name, seed), result in runs.items()]
 
 
 def _fitted_on(options: dict, root: Path) -> dict:

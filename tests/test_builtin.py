@@ -35,6 +35,14 @@ def test_the_next_edition_is_planned_to_its_spec():
     assert {p.partition("@")[0] for _, p in order[: len(families)]} == set(families)
 
 
+def test_the_quickest_families_come_first_within_each_round_and_split():
+    slowest = NEXT.splits["test"][0]
+    order, plain = NEXT.order({slowest: 900.0, NEXT.splits["test"][1]: 60.0}), NEXT.order()
+    assert sorted(order) == sorted(plain) and [s for s, _ in order] == [s for s, _ in plain]
+    test_round = [p.partition("@")[0] for s, p in order[: len(NEXT.splits["test"])]]
+    assert test_round[-2:] == [NEXT.splits["test"][1], slowest] and set(test_round) == set(NEXT.splits["test"])
+
+
 @pytest.mark.parametrize("collection", ["flags", "layout"])
 def test_collected_files_are_valid_and_split_by_family(collection):
     if not (ROOT / collection).is_dir():

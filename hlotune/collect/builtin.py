@@ -27,10 +27,11 @@ SPACES = ("flags", "layout")
 
 
 def build(edition: Edition, minutes: float | None = None) -> None:
-    """Collect `edition` program by program, both spaces each, held-out families first; with
-    `minutes`, start no program after that long. The data card is rewritten after each one."""
+    """Collect `edition` program by program, both spaces each, in its order (held-out families
+    first, quick ones first); with `minutes`, start no program after that long. The data card
+    is rewritten after each one."""
     deadline = None if minutes is None else time.monotonic() + 60 * minutes
-    for split, spec in edition.order():
+    for split, spec in edition.order(family_seconds(edition)):
         if deadline is not None and time.monotonic() > deadline:
             print(f"stopped after {minutes:g} minutes; run again to go on", flush=True)
             break
@@ -40,6 +41,18 @@ def build(edition: Edition, minutes: float | None = None) -> None:
                   f"{result.noise_floor:.1%}, spread {result.spread:.2f}x, {result.seconds:.0f} s"
                   + (" (collected before)" if result.resumed else ""), flush=True)
         write_datacard(edition)
+
+
+def family_seconds(edition: Edition) -> dict[str, float]:
+    """Each family's median seconds per collected program, both spaces summed."""
+    per_program: dict[str, float] = {}
+    for summary in edition.root.glob("*/*/*.json"):
+        result = json.loads(summary.read_text())["result"]
+        per_program[result["program"]] = per_program.get(result["program"], 0.0) + result["seconds"]
+    by_family: dict[str, list[float]] = {}
+    for program, seconds in per_program.items():
+        by_family.setdefault(program.partition("@")[0], []).append(seconds)
+    return {family: float(np.median(times)) for family, times in by_family.items()}
 
 
 def settings(edition: Edition, space: str) -> CollectSettings:

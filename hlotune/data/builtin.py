@@ -8,6 +8,7 @@ measures generalisation to unseen architectures. Regenerate it (resumable) with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,14 +34,17 @@ class Edition:
     def variants_of(self, family: str) -> tuple[str, ...]:
         return self.variants.get(family) or self.variants[family.partition(":")[0]]
 
-    def order(self) -> list[tuple[str, str]]:
+    def order(self, seconds: Mapping[str, float] | None = None) -> list[tuple[str, str]]:
         """(split, program) in collection order: one variant of every family before a second
-        of any, the held-out splits first, so a collection stopped early is already useful."""
+        of any, the held-out splits first, so a collection stopped early is already useful;
+        within those, the families that took fewest `seconds` per program so far first, so a
+        target count is reached soonest."""
+        cost = seconds or {}
         rounds = max(len(v) for v in self.variants.values())
         return [(split, f"{family}@{variants[i]}")
                 for i in range(rounds)
                 for split in ("test", "valid", "train")
-                for family in self.splits[split]
+                for family in sorted(self.splits[split], key=lambda family: cost.get(family, 0.0))
                 if i < len(variants := self.variants_of(family))]
 
 

@@ -208,6 +208,20 @@ def test_collection_replaces_configs_that_fail_by_further_draws(tmp_path, monkey
     assert collect("zoo:lstm@tiny", settings, tmp_path, progress=False).resumed
 
 
+def test_a_short_collection_is_topped_up_until_the_replacement_cap():
+    from hlotune.collect.collector import REPLACEMENTS, _complete
+
+    settings = CollectSettings(space="flags", configs=48)
+
+    def summary(healthy, replacements=None):
+        return {"result": {"configs": healthy + 1}} | ({} if replacements is None else {"replacements": replacements})
+
+    assert _complete(summary(48), settings) and _complete(summary(50, 3), settings)
+    assert not _complete(summary(46), settings)  # written before failures were replaced
+    assert not _complete(summary(46, 48), settings)  # under a lower cap
+    assert _complete(summary(46, REPLACEMENTS * 48), settings)
+
+
 def test_interrupted_collection_resumes_without_repeating_work(tmp_path):
     journal = tmp_path / ".journal" / "mlp@tiny.jsonl"
     command = [sys.executable, "-m", "hlotune.cli", "collect", "--space", "flags", "--program",

@@ -76,8 +76,8 @@ def write_datacard(edition: Edition) -> None:
         "Variants: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in edition.variants.items()) + ".",
         "Failed configs (not in the npz, listed with their reason in each program's JSON): "
         "rejected by XLA, crashed it, or gave outputs other than the default's; each is replaced "
-        "by the next config the seed draws, up to as many again (programs collected before "
-        "replacements were drawn were topped up).",
+        "by the next config the seed draws, up to twice as many again (programs collected under a "
+        "lower cap were topped up).",
         "Columns: noise floor, the default's replicas against it (median over batches); spread, "
         "slowest over fastest config; best, the default's runtime over the fastest config's.",
         "",

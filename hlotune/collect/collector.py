@@ -5,7 +5,8 @@ them in batches with the default's replicas in each batch, and write `NAME.npz` 
 configs, the runtimes and every sample) with `NAME.json` beside it (what was measured, on what,
 the failures and their reasons, noise floors). A journal makes it resumable. Configs that fail
 (rejected by XLA, crashing it, or computing something else) are replaced by further draws of the
-same stream until `configs` are measured, at most as many again.
+same stream until `configs` are measured, at most twice as many again (XLA:CPU computes some
+programs wrongly under half of the options).
 
 Batches run minutes apart and a shared machine drifts, so each config's runtime is corrected by
 its batch: `median(config) * default / median(batch default)`, where `default` is the median of
@@ -36,6 +37,7 @@ from hlotune.progress import progress_bar
 from hlotune.tuning.strategies import Chain, Exhaustive, RandomSearch, Strategy
 
 LAYOUT_SEARCHES = ("random", "default")
+REPLACEMENTS = 2  # failed configs are replaced by at most this many times `configs` further draws
 
 
 @dataclass(frozen=True)
@@ -124,20 +126,20 @@ def draw_configs(
 
 
 def _complete(summary: dict, settings: CollectSettings) -> bool:
-    """Whether a finished program's files need no replacement draws (files written before
-    failures were replaced lack the count, and are topped up when short)."""
+    """Whether a finished program's files need no more replacement draws: enough are healthy,
+    or the cap was drawn (files written under a lower cap, or none, are topped up)."""
     healthy = summary["result"]["configs"] - 1  # the default is not drawn
-    return "replacements" in summary or healthy >= settings.configs
+    return healthy >= settings.configs or summary.get("replacements", 0) >= REPLACEMENTS * settings.configs
 
 
 def _replace_failures(measurer, layouts, settings, candidates, batches, journal, progress) -> int:
     """Measure further draws, one batch per shortfall, until `settings.configs` configs are
-    healthy or as many again were drawn; extends `candidates` and `batches`, returns how many
+    healthy or REPLACEMENTS times as many were drawn again; extends `candidates` and `batches`, returns how many
     were drawn. Deterministic given the journal, so resuming redraws the same batches."""
     first = len(candidates)
     while True:
         healthy = sum(r["status"] == OK for b in batches for r in b["configs"])
-        short = min(settings.configs - healthy, first + settings.configs - len(candidates))
+        short = min(settings.configs - healthy, first + REPLACEMENTS * settings.configs - len(candidates))
         extra = draw_configs(layouts, settings, len(candidates) + short)[len(candidates):] if short > 0 else []
         if not extra:  # enough, the cap, or the space has no more configs
             return len(candidates) - first

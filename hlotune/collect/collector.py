@@ -134,8 +134,9 @@ def _complete(summary: dict, settings: CollectSettings) -> bool:
 
 def _replace_failures(measurer, layouts, settings, candidates, batches, journal, progress) -> int:
     """Measure further draws, one batch per shortfall, until `settings.configs` configs are
-    healthy or REPLACEMENTS times as many were drawn again; extends `candidates` and `batches`, returns how many
-    were drawn. Deterministic given the journal, so resuming redraws the same batches."""
+    healthy or REPLACEMENTS times as many were drawn again; extends `candidates` and
+    `batches`, returns how many were drawn. Deterministic given the journal, so resuming
+    redraws the same batches."""
     first = len(candidates)
     while True:
         healthy = sum(r["status"] == OK for b in batches for r in b["configs"])

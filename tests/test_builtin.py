@@ -43,6 +43,15 @@ def test_the_quickest_families_come_first_within_each_round_and_split():
     assert test_round[-2:] == [NEXT.splits["test"][1], slowest] and set(test_round) == set(NEXT.splits["test"])
 
 
+
+def test_a_slow_family_waits_with_its_later_variants_until_the_quick_ones_are_all_in():
+    slow = NEXT.splits["train"][0]
+    quick = {family: 100.0 for split in NEXT.splits.values() for family in split}
+    order = [program for _, program in NEXT.order(quick | {slow: 1000.0})]
+    first, *later = [f"{slow}@{variant}" for variant in NEXT.variants_of(slow)]
+    assert order.index(first) < sum(map(len, NEXT.splits.values()))  # still in the first round
+    assert order[-len(later):] == later
+
 @pytest.mark.parametrize("collection", ["flags", "layout"])
 def test_collected_files_are_valid_and_split_by_family(collection):
     if not (ROOT / collection).is_dir():

@@ -205,7 +205,8 @@ def test_collection_replaces_configs_that_fail_by_further_draws(tmp_path, monkey
     assert (result.configs, result.failed, summary["replacements"]) == (3, 1, 1)
     assert [r["status"] for r in summary["configs"]] == [FAILED, OK, OK]
     assert [r["batch"] for r in summary["configs"]] == [0, 0, 1]  # the replacement: its own batch
-    assert collect("zoo:lstm@tiny", settings, tmp_path, progress=False).resumed
+    monkeypatch.setattr(collector, "load_program", lambda spec: pytest.fail(f"{spec} was built again"))
+    assert collect("zoo:lstm@tiny", settings, tmp_path, progress=False).resumed  # read off its summary
 
 
 def test_a_short_collection_is_topped_up_until_the_replacement_cap():

@@ -33,6 +33,7 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.data.npz import write_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
+from hlotune.programs.program import slug_of
 from hlotune.progress import progress_bar
 from hlotune.tuning.strategies import Chain, Exhaustive, RandomSearch, Strategy
 
@@ -81,13 +82,13 @@ class CollectResult:
 
 def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool = True) -> CollectResult:
     """Measure one program and write its files into `out` (resuming where a run stopped)."""
+    if (done := _collected(out / f"{slug_of(spec)}.json", spec, settings)) is not None:
+        return done  # known from its summary, without building the program
     program = load_program(spec)
     name = program.slug
     summary_path = out / f"{name}.json"
-    if summary_path.exists():
-        done = json.loads(summary_path.read_text())
-        if done.get("settings") == asdict(settings) and _complete(done, settings):
-            return CollectResult(**done["result"] | {"resumed": True})
+    if (done := _collected(summary_path, program.name, settings)) is not None:
+        return done
     started = time.perf_counter()
     layouts = LayoutSpace(program)
     candidates = draw_configs(layouts, settings)
@@ -113,6 +114,16 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
     }
     summary_path.write_text(json.dumps(summary, indent=1))
     return result
+
+
+def _collected(summary_path: Path, name: str, settings: CollectSettings) -> CollectResult | None:
+    """The result of `name` collected before under `settings`, or None if it is not complete."""
+    if not summary_path.exists():
+        return None
+    done = json.loads(summary_path.read_text())
+    if done.get("program") != name or done.get("settings") != asdict(settings) or not _complete(done, settings):
+        return None
+    return CollectResult(**done["result"] | {"resumed": True})
 
 
 def draw_configs(

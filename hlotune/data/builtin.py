@@ -8,6 +8,8 @@ measures generalisation to unseen architectures. Regenerate it (resumable) with
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +17,7 @@ from pathlib import Path
 from hlotune.errors import HlotuneError
 
 PREFIX = "builtin:"
+SLOW = 3.0  # a family over this many times the median family's seconds per program waits
 
 
 @dataclass(frozen=True)
@@ -38,14 +41,21 @@ class Edition:
         """(split, program) in collection order: one variant of every family before a second
         of any, the held-out splits first, so a collection stopped early is already useful;
         within those, the families that took fewest `seconds` per program so far first, so a
-        target count is reached soonest."""
+        target count is reached soonest. A slow family (over `SLOW` times the median family's
+        seconds) gets its later variants only after every quick family has all of its own."""
         cost = seconds or {}
-        rounds = max(len(v) for v in self.variants.values())
-        return [(split, f"{family}@{variants[i]}")
-                for i in range(rounds)
-                for split in ("test", "valid", "train")
-                for family in sorted(self.splits[split], key=lambda family: cost.get(family, 0.0))
-                if i < len(variants := self.variants_of(family))]
+        slow = SLOW * statistics.median(cost.values()) if cost else math.inf
+        splits = ("test", "valid", "train")
+        programs = [(i, split, family, variants[i])
+                    for i in range(max(len(v) for v in self.variants.values()))
+                    for split in splits for family in self.splits[split]
+                    if i < len(variants := self.variants_of(family))]
+
+        def rank(program: tuple[int, str, str, str]) -> tuple[bool, int, int, float]:
+            i, split, family, _ = program
+            seconds = cost.get(family, 0.0)
+            return i > 0 and seconds > slow, i, splits.index(split), seconds
+        return [(split, f"{family}@{variant}") for _, split, family, variant in sorted(programs, key=rank)]
 
 
 _ZOO_VARIANTS = ("tiny", "small", "tiny-train", "tiny-b8-train")  # two sizes, a step, a batch

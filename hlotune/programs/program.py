@@ -19,12 +19,16 @@ class Program:
 
     @property
     def slug(self) -> str:
-        """A short file-name-safe name: `resnet@small-train`, `hf-bert@tiny` for corpus:hf-bert@tiny,
-        `model_make` for model.py:make, the file's stem for export:PATH."""
-        for prefix in (ZOO_PREFIX, CORPUS_PREFIX):
-            if self.name.startswith(prefix):
-                return self.name.removeprefix(prefix)
-        if self.name.startswith(EXPORT_PREFIX):
-            return Path(self.name.removeprefix(EXPORT_PREFIX)).stem
-        path, _, factory = self.name.rpartition(":")
-        return f"{Path(path).stem}_{factory}"
+        return slug_of(self.name)
+
+
+def slug_of(name: str) -> str:
+    """A short file-name-safe name for a program spec: `resnet@small-train`, `hf-bert@tiny` for
+    corpus:hf-bert@tiny, `model_make` for model.py:make, the file's stem for export:PATH."""
+    for prefix in (ZOO_PREFIX, CORPUS_PREFIX):
+        if name.startswith(prefix):
+            return name.removeprefix(prefix)
+    if name.startswith(EXPORT_PREFIX):
+        return Path(name.removeprefix(EXPORT_PREFIX)).stem
+    path, _, factory = name.rpartition(":")
+    return f"{Path(path).stem}_{factory}"

@@ -9,7 +9,6 @@ table (mean +- std over seeds) with the noise ceiling, writes the raw numbers as
 
     OMP_NUM_THREADS=1 python benchmarks/cost_model_table.py --collection flags --doc docs/cost_model.md
     python benchmarks/cost_model_table.py --collection layout --variants full --keep full=DIR
-    python benchmarks/cost_model_table.py --collection flags --root hlotune/datasets/builtin-next
     python benchmarks/cost_model_table.py --collection flags --variants "+ joint multi-task with the other space" \
         --no-baselines --merge docs/img/cost_model_table_flags.json --json docs/img/cost_model_table_flags.json
 """

@@ -8,7 +8,7 @@ stopping on `/valid`), and both are scored on `/test`, the families neither saw.
 analytical rule and the noise ceiling are drawn as lines. Writes JSON and a plot.
 
     OMP_NUM_THREADS=1 python benchmarks/learning_curve.py --collection flags --seeds 0 1 2
-    python benchmarks/learning_curve.py --collection layout --root hlotune/datasets/builtin-next
+    python benchmarks/learning_curve.py --collection layout --fractions 0.1 0.25 0.5 1.0
 """
 
 from __future__ import annotations

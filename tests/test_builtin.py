@@ -6,7 +6,7 @@ import pytest
 
 from conftest import skip_for_missing_data
 from hlotune.collect.builtin import SAMPLES
-from hlotune.data.builtin import NEXT, ROOT, SPLITS, resolve
+from hlotune.data.builtin import EDITION, ROOT, SPLITS, resolve
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
 
@@ -17,20 +17,16 @@ def test_unknown_builtin_names_are_clean_errors(spec):
         resolve(spec)
 
 
-def test_families_are_in_exactly_one_split():
-    families = [family for split in SPLITS.values() for family in split]
-    assert len(families) == len(set(families)) >= 12
-
-
-def test_the_next_edition_is_planned_to_its_spec():
-    """Edition 2: at least 150 programs of 30 families, split by family, with at least six
-    held-out test families, three of them from the corpus; collected breadth first."""
-    programs = {split: NEXT.programs(split) for split in NEXT.splits}
-    families = [family for split in NEXT.splits.values() for family in split]
+def test_the_dataset_is_planned_to_its_spec():
+    """At least 150 programs of 30 families, split by family, with at least six held-out test
+    families, three of them from the corpus; collected breadth first."""
+    programs = {split: EDITION.programs(split) for split in EDITION.splits}
+    families = [family for split in EDITION.splits.values() for family in split]
     assert len(families) == len(set(families)) >= 30
+    assert len(set(f.partition(":")[2] for f in families)) == len(families)  # as files name them
     assert sum(map(len, programs.values())) >= 150
-    assert len(NEXT.splits["test"]) >= 6 and sum(f.startswith("corpus:") for f in NEXT.splits["test"]) >= 3
-    order = NEXT.order()
+    assert len(EDITION.splits["test"]) >= 6 and sum(f.startswith("corpus:") for f in EDITION.splits["test"]) >= 3
+    order = EDITION.order()
     assert sorted(order) == sorted((split, p) for split, ps in programs.items() for p in ps)
     assert {p.partition("@")[0] for _, p in order[: len(families)]} == set(families)
 
@@ -63,6 +59,6 @@ def test_collected_files_are_valid_and_split_by_family(collection):
         assert dataset.collection == collection
         for sample in dataset:
             assert sample.name.split("@")[0] in families
-            assert sample.num_configs >= 64 and sample.labelled
+            assert sample.num_configs >= EDITION.configs + 1 and sample.labelled
             assert sample.configs.config_runtime_samples.shape[1] >= SAMPLES
             assert (sample.configs.config_runtime > 0).all()

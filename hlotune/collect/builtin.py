@@ -1,8 +1,7 @@
-"""Builds the built-in dataset (hlotune.data.builtin says where each edition lives, how it
-splits and how it is measured): every program collected in both spaces, then its data card.
+"""Builds the built-in dataset (hlotune.data.builtin says where it lives, how it splits and how
+it is measured): every program collected in both spaces, then its data card.
 
-    python -m hlotune.collect.builtin                 # the shipped edition (resumable)
-    python -m hlotune.collect.builtin --next -t 60    # edition 2, for an hour (needs [corpus])
+    python -m hlotune.collect.builtin -t 60    # for an hour at most (needs the [corpus] extra)
 
 Resumable: a finished program is skipped, a program stopped mid-way resumes at its last batch,
 and the same seed draws the same configs. Measure with the machine otherwise quiet.
@@ -19,7 +18,7 @@ from collections import Counter
 import numpy as np
 
 from hlotune.collect.collector import CollectSettings, collect
-from hlotune.data.builtin import NEXT, SHIPPED, Edition
+from hlotune.data.builtin import EDITION, Edition
 from hlotune.data.npz import read_sample
 
 SAMPLES, SEED, BATCH = 30, 0, 16
@@ -68,7 +67,7 @@ def write_datacard(edition: Edition) -> None:
         "# hlotune built-in dataset",
         "",
         "Measured by `hlotune collect` on the machine below; regenerate with "
-        f"`python -m hlotune.collect.builtin{' --next' if edition is NEXT else ''}` "
+        "`python -m hlotune.collect.builtin` "
         "(resumable; the same seed draws the same configs).",
         f"Per program: {edition.configs} configs drawn with seed {SEED} plus the default, at least "
         f"{SAMPLES} samples each (rounds x repeats){target}, default replicas in every batch.",
@@ -125,10 +124,9 @@ def _summaries(edition: Edition, space: str) -> list[tuple[str, dict, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--next", action="store_true", help="edition 2 (data/builtin.py's NEXT)")
     parser.add_argument("-t", "--minutes", type=float, help="start no program after this long")
     args = parser.parse_args(argv)
-    build(NEXT if args.next else SHIPPED, args.minutes)
+    build(EDITION, args.minutes)
     return 0
 
 

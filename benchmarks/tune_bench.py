@@ -21,9 +21,7 @@ training families' collections) as the prior. Replay adds the transfer model alo
 with the GNN's ranking.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
-    python benchmarks/tune_bench.py --root hlotune/datasets/builtin-next --out v2.json --plot v2.png
-    python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json \
-        --root hlotune/datasets/builtin-next     # its transfer model fitted on edition 2
+    python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
     python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
 
 A live run resumes: the programs already in --out are kept and not measured again.
@@ -87,8 +85,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--batch", type=int, default=4, help="configs per batch (replay)")
     parser.add_argument("--root", type=Path, default=ROOT,
-                        help="replay: the collections' folder (default: the built-in dataset; "
-                        "hlotune/datasets/builtin-next for edition 2)")
+                        help="the collections' folder: replayed, and the transfer model's training programs")
     parser.add_argument("--live", nargs="+", metavar="PROGRAM", help="measure these programs for real")
     parser.add_argument("--space", default="flags", help="the space tuned live (replay: each collection's)")
     parser.add_argument("--budget", type=int, default=64, help="configs per live run")

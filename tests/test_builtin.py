@@ -32,11 +32,11 @@ def test_the_dataset_is_planned_to_its_spec():
 
 
 def test_the_quickest_families_come_first_within_each_round_and_split():
-    slowest = NEXT.splits["test"][0]
-    order, plain = NEXT.order({slowest: 900.0, NEXT.splits["test"][1]: 60.0}), NEXT.order()
+    slowest = EDITION.splits["test"][0]
+    order, plain = EDITION.order({slowest: 900.0, EDITION.splits["test"][1]: 60.0}), EDITION.order()
     assert sorted(order) == sorted(plain) and [s for s, _ in order] == [s for s, _ in plain]
-    test_round = [p.partition("@")[0] for s, p in order[: len(NEXT.splits["test"])]]
-    assert test_round[-2:] == [NEXT.splits["test"][1], slowest] and set(test_round) == set(NEXT.splits["test"])
+    test_round = [p.partition("@")[0] for s, p in order[: len(EDITION.splits["test"])]]
+    assert test_round[-2:] == [EDITION.splits["test"][1], slowest] and set(test_round) == set(EDITION.splits["test"])
 
 
 

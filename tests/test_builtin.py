@@ -41,11 +41,11 @@ def test_the_quickest_families_come_first_within_each_round_and_split():
 
 
 def test_a_slow_family_waits_with_its_later_variants_until_the_quick_ones_are_all_in():
-    slow = NEXT.splits["train"][0]
-    quick = {family: 100.0 for split in NEXT.splits.values() for family in split}
-    order = [program for _, program in NEXT.order(quick | {slow: 1000.0})]
-    first, *later = [f"{slow}@{variant}" for variant in NEXT.variants_of(slow)]
-    assert order.index(first) < sum(map(len, NEXT.splits.values()))  # still in the first round
+    slow = EDITION.splits["train"][0]
+    quick = {family: 100.0 for split in EDITION.splits.values() for family in split}
+    order = [program for _, program in EDITION.order(quick | {slow: 1000.0})]
+    first, *later = [f"{slow}@{variant}" for variant in EDITION.variants_of(slow)]
+    assert order.index(first) < sum(map(len, EDITION.splits.values()))  # still in the first round
     assert order[-len(later):] == later
 
 @pytest.mark.parametrize("collection", ["flags", "layout"])

@@ -39,7 +39,6 @@ def test_the_quickest_families_come_first_within_each_round_and_split():
     assert test_round[-2:] == [EDITION.splits["test"][1], slowest] and set(test_round) == set(EDITION.splits["test"])
 
 
-
 def test_a_slow_family_waits_with_its_later_variants_until_the_quick_ones_are_all_in():
     slow = EDITION.splits["train"][0]
     quick = {family: 100.0 for split in EDITION.splits.values() for family in split}
@@ -47,6 +46,7 @@ def test_a_slow_family_waits_with_its_later_variants_until_the_quick_ones_are_al
     first, *later = [f"{slow}@{variant}" for variant in EDITION.variants_of(slow)]
     assert order.index(first) < sum(map(len, EDITION.splits.values()))  # still in the first round
     assert order[-len(later):] == later
+
 
 @pytest.mark.parametrize("collection", ["flags", "layout"])
 def test_collected_files_are_valid_and_split_by_family(collection):

@@ -40,25 +40,24 @@ class ReplayRunner:
     def from_collection(cls, npz: str | Path) -> ReplayRunner:
         """A collected program: the npz's samples, matched to configs by the JSON beside it
         (its healthy configs, in order, are the npz's rows after the default). Each config's
-        samples are scaled by its batch's drift, as the npz's runtimes are (the default's
-        median over batches / its median in that batch), so configs measured in batches minutes
-        apart compare as they did beside their own batch's default."""
+        samples are rescaled so that their median is its npz runtime: that runtime is the median
+        of all of its samples, corrected for its batch's drift, while the npz keeps only the
+        first few samples of each config, which in a batch that drifted while it was sampled to
+        its noise target come from a slower or faster stretch than the whole."""
         npz = Path(npz)
         summary_path = npz.with_suffix(".json")
         try:
             summary = json.loads(summary_path.read_text())
         except (OSError, ValueError) as error:
             raise HlotuneError(f"{summary_path}: cannot read the collection summary ({error})") from None
-        samples = read_sample(npz).configs.config_runtime_samples
+        configs = read_sample(npz).configs
+        samples, runtimes = configs.config_runtime_samples, configs.config_runtime
         healthy = [r for r in summary["configs"] if r["status"] == OK]
         if samples is None or len(samples) != len(healthy) + 1:
             raise HlotuneError(f"{npz}: its samples do not match the configs of {summary_path.name}")
-        batch_default_ns = [batch["default_ns"] for batch in summary["batches"]]
-        scales = np.median(batch_default_ns) / np.array(batch_default_ns)
-        configs = [DEFAULT_CONFIG, *(CompileConfig.from_dict(r["config"]) for r in healthy)]
-        batches = [0, *(r["batch"] for r in healthy)]  # the default's samples are the first batch's
-        return cls({c: [int(round(s * scales[b])) for s in row] for c, b, row in zip(configs, batches, samples)},
-                   str(npz))
+        keys = [DEFAULT_CONFIG, *(CompileConfig.from_dict(r["config"]) for r in healthy)]
+        return cls({key: [int(round(s * runtime / np.median(row))) for s in row]
+                    for key, row, runtime in zip(keys, samples, runtimes)}, str(npz))
 
     @classmethod
     def from_database(cls, database: Database, fingerprint: str) -> ReplayRunner:

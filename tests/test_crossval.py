@@ -92,7 +92,8 @@ def test_cv_trains_a_gnn_per_fold_with_the_training_options(tmp_path, one_thread
     "args, fragment",
     [
         (("--folds", "1", "--model", "baseline:analytical"), "--folds must be at least 2"),
-        (("--folds", str(BUILTIN_FAMILIES + 1), "--model", "baseline:gbdt"), f"more than the data's {BUILTIN_FAMILIES} families"),
+        (("--folds", str(BUILTIN_FAMILIES + 1), "--model", "baseline:gbdt"),
+         f"more than the data's {BUILTIN_FAMILIES} families"),
         (("--model", "pretrained:flags"), "pretrained:flags cannot be cross-validated"),
         (("--model", "baseline:gbdt@builtin:flags/train"), "trained on fixed data"),
         (("--model", "baseline:random", "--predictions"), "no --protocol paper"),

@@ -136,7 +136,7 @@ def test_history_table_fills_as_segments_are_visited(layout_sample):
 
 
 def test_gst_steps_lower_the_full_graph_loss(layout_sample):
-    sample = _copies(layout_sample, 3)  # 3,861 nodes, in 4 segments of which 1 is trained
+    sample = _copies(layout_sample, 3)  # 3,660 nodes, in 4 segments of which 1 is trained
     model = _model(sample)
     model.set_feature_stats(fit_feature_stats([sample]))
     model.train()

@@ -22,6 +22,7 @@ with the GNN's ranking.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
+    python benchmarks/tune_bench.py --live zoo:unet@small --strategies random guided+online --out live.json
     python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
 
 A live run resumes: the programs already in --out are kept and not measured again.
@@ -89,6 +90,8 @@ def main() -> None:
     parser.add_argument("--live", nargs="+", metavar="PROGRAM", help="measure these programs for real")
     parser.add_argument("--space", default="flags", help="the space tuned live (replay: each collection's)")
     parser.add_argument("--budget", type=int, default=64, help="configs per live run")
+    parser.add_argument("--strategies", nargs="+", choices=list(LIVE), default=list(LIVE),
+                        help="the strategies run live (default: all)")
     parser.add_argument("--out", type=Path, default=Path("docs/img/tune_bench.json"))
     parser.add_argument("--plot", type=Path, default=Path("docs/img/tune_bench.png"))
     parser.add_argument("--report", type=Path, help="re-print and plot a saved run, measuring nothing")
@@ -189,8 +192,8 @@ def live_rows(args, finished: set[str]):
         for i, program in enumerate(p for p in args.live if p not in finished):
             db = Path(folder) / f"{i}.sqlite"
             runs = {(name, seed): tune(program, space=args.space, budget=args.budget, db_path=db, seed=seed,
-                                       progress=False, **_fitted_on(options, args.root))
-                    for name, options in LIVE.items() for seed in range(args.seeds)}
+                                       progress=False, **_fitted_on(LIVE[name], args.root))
+                    for name in args.strategies for seed in range(args.seeds)}
             oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
             print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)
             yield [row(program, args.space, name, seed, oracle, result.history,

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> dict:
         shutil.rmtree(work)
     for baseline in BASELINES if args.baselines else ():
         rows[baseline] = [scores(baseline_spec(baseline, args, split), split)]
-    return {"collection": args.collection, "root": str(args.root), "epochs": args.epochs,
+    return {"collection": args.collection, "root": _shown(args.root), "epochs": args.epochs,
             "settings": FULL[args.collection], "rows": rows}
 
 
@@ -166,9 +166,20 @@ def merged(saved: dict, table: dict) -> dict:
     """`saved`'s rows in their order, each replaced by this run's where it has one, then this
     run's new rows; refused for another collection or dataset."""
     for key in ("collection", "root"):
-        if saved[key] != table[key]:
+        if not _same(key, saved[key], table[key]):
             raise SystemExit(f"--merge: that table's {key} is {saved[key]}, this run's {table[key]}")
     return table | {"rows": saved["rows"] | table["rows"]}
+
+
+def _shown(root: Path) -> str:
+    """The dataset's path relative to the working directory where it lies below it, so a saved
+    table names the same data on every checkout."""
+    root, here = root.resolve(), Path.cwd().resolve()
+    return str(root.relative_to(here)) if root.is_relative_to(here) else str(root)
+
+
+def _same(key: str, saved: str, new: str) -> bool:
+    return Path(saved).resolve() == Path(new).resolve() if key == "root" else saved == new
 
 
 def baseline_spec(baseline: str, args: argparse.Namespace, split: Path) -> str:

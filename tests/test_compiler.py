@@ -14,7 +14,7 @@ import time
 import numpy as np
 import pytest
 
-from hlotune.collect.collector import CollectSettings, collect, draw_configs
+from hlotune.collect.collector import CollectSettings, collect, draw_configs, stored_samples
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import (
     FLAG_FEATURE_NAMES,
@@ -187,6 +187,18 @@ def test_collect_writes_valid_flag_and_layout_files(tmp_path):
         assert summary["machine"]["jax"] == "0.10.2" and summary["batches"][0]["noise_floor"] >= 0
     layout = read_sample(tmp_path / "layout" / "cnn@tiny.npz").configs
     assert (layout.node_config_feat[0] == -1).all() and (layout.node_config_feat[1:] != -1).any()
+
+
+def test_stored_samples_span_a_drifting_configs_rounds_not_its_first_ones():
+    """A config sampled for 40 rounds whose machine ran 12.8 ms for 16 of them, then 7.8 ms
+    (edition 2's vit@small), stored beside one of 10 rounds: its 10 stored samples keep its
+    median, as its first 10 would not."""
+    drifting = [12_800_000] * 16 + [7_800_000] * 24
+    stored = stored_samples([drifting, list(range(10))])
+    assert stored.shape == (2, 10) and stored.dtype == np.int64
+    assert np.median(stored[0]) == np.median(drifting) == 7_800_000
+    assert stored[0][0] == drifting[0] and stored[0][-1] == drifting[-1]
+    assert stored[1].tolist() == list(range(10))
 
 
 def test_collection_replaces_configs_that_fail_by_further_draws(tmp_path, monkeypatch):

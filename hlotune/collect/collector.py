@@ -235,8 +235,14 @@ def _assemble(layouts: LayoutSpace, batches: list[dict], settings: CollectSettin
                 configs.append(CompileConfig.from_dict(record["config"]))
                 runtimes.append(record["median_ns"] * scale)
                 samples.append(record["samples"])
-    width = min(len(s) for s in samples)
-    sample = ConfigEncoder(layouts).graph_sample(
-        settings.space, configs, np.array(runtimes), np.array([s[:width] for s in samples], np.int64)
-    )
+    sample = ConfigEncoder(layouts).graph_sample(settings.space, configs, np.array(runtimes), stored_samples(samples))
     return sample, records
+
+
+def stored_samples(samples: list[list[int]]) -> np.ndarray:
+    """Each config's samples cut to the fewest any config has, taken evenly over its rounds
+    rather than the first ones: a batch sampled to its noise target can drift part-way, and its
+    first rounds alone would then miss the config's median."""
+    width = min(len(s) for s in samples)
+    return np.array([np.asarray(s)[np.linspace(0, len(s) - 1, width).round().astype(int)] for s in samples],
+                    np.int64)

@@ -41,9 +41,10 @@ class ReplayRunner:
         """A collected program: the npz's samples, matched to configs by the JSON beside it
         (its healthy configs, in order, are the npz's rows after the default). Each config's
         samples are rescaled so that their median is its npz runtime: that runtime is the median
-        of all of its samples, corrected for its batch's drift, while the npz keeps only the
-        first few samples of each config, which in a batch that drifted while it was sampled to
-        its noise target come from a slower or faster stretch than the whole."""
+        of all of its samples, corrected for its batch's drift, while the npz keeps only a few
+        samples of each config (its first few, in files collected before
+        `collector.stored_samples` spread them over its rounds), which in a batch that drifted
+        while it was sampled to its noise target can come from a slower or faster stretch."""
         npz = Path(npz)
         summary_path = npz.with_suffix(".json")
         try:

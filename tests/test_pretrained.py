@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 # Kendall tau of the shipped models on the held-out test families, as docs/cost_model.md
 # documents them: the files and the documentation stay in step, and a regression shows.
-DOCUMENTED_TAU = {"flags": 0.526, "layout": 0.448}  # on edition 2's test split
+DOCUMENTED_TAU = {"flags": 0.545, "layout": 0.448}  # on edition 2's test split
 
 
 @pytest.mark.parametrize("collection", ["flags", "layout"])

@@ -224,7 +224,7 @@ def test_the_search_space_repairs_combinations_xla_cannot_run(mlp_layouts):
 
 def test_a_cost_model_picks_which_candidates_are_measured(mlp_layouts):
     genes = SearchSpace("flags")
-    ranked = Evolutionary(genes, 0, cost_model=_FakeCostModel())
+    ranked = Evolutionary(genes, 0, cost_model=_FakeCostModel(), explore_first=0.0)
     blind = Evolutionary(genes, 0)
     for strategy in (ranked, blind):
         strategy.tell([Trial(DEFAULT_CONFIG, 1.0)])

@@ -164,11 +164,17 @@ class Chain(Strategy):
 class Evolutionary(Strategy):
     """Mutation and crossover of the best configs so far, optionally ranked by a cost model.
 
-    Until `population` configs are known it explores at random. With a `cost_model`, each ask
-    generates `pool` times more candidates than it returns and keeps those the model ranks
+    Until `population` configs are known it draws configs at random. With a `cost_model`, each
+    ask generates `pool` times more candidates than it returns and keeps those the model ranks
     fastest, as Ansor and MetaSchedule do: the model is cheap, measurements are not. A share
     `explore` of each batch is drawn from the other candidates at random (epsilon-greedy), so a
-    model that is wrong about this program cannot keep the search from what it misjudges.
+    model that is wrong about this program cannot keep the search from what it misjudges. In
+    the first generation that share is `explore_first`, by default all of it: a prior can be
+    wrong about the one option a program needs (XNNPACK's library fusions,
+    `xla_cpu_experimental_ynn_fusion_type`, slowed edition 2's training programs by 3-20% on
+    the median and sped several held-out ones up 1.2-1.4x), and a first generation ranked by
+    it held no config with that option, so neither the online model nor evolution could learn
+    it: random search beat the guided one live (docs/tuning.md).
     """
 
     name = "evolutionary"
@@ -176,11 +182,12 @@ class Evolutionary(Strategy):
     def __init__(
         self, space: SearchSpace, seed: int = 0, *, population: int = 8,
         cost_model: CostModel | None = None, pool: int = 8, explore: float = 0.1,
+        explore_first: float = 1.0,
     ) -> None:
         super().__init__()
         self._space, self._rng = space, random.Random(seed)
         self._population, self._cost_model, self._pool = population, cost_model, pool
-        self._explore = explore
+        self._explore, self._explore_first = explore, explore_first
 
     def ask(self, n: int) -> list[CompileConfig]:
         wanted = n * self._pool if self._cost_model is not None else n
@@ -197,7 +204,8 @@ class Evolutionary(Strategy):
         if self._cost_model is not None and len(chosen) > n:
             scores = np.asarray(self._cost_model.predict(chosen), dtype=np.float64)
             ranked = [chosen[i] for i in np.argsort(scores, kind="stable")]
-            explored = sum(self._rng.random() < self._explore for _ in range(n))
+            share = self._explore if evolve else self._explore_first
+            explored = sum(self._rng.random() < share for _ in range(n))
             chosen = ranked[: n - explored] + self._rng.sample(ranked[n - explored:], explored)
         return [config for config in chosen if self._fresh(config)]
 

@@ -12,7 +12,8 @@ Two sources of measurements, one report:
 - live (--live PROGRAM ...): each program is tuned for real by each strategy and seed, all runs
   of a program sharing one database (a config one run measured is read, not re-measured, by the
   next; costs stay relative to their own batch's default). The oracle is the best config any run
-  measured, confirmed in a last batch beside the default. Measure on a quiet machine.
+  measured, confirmed in a last batch beside the default, or the best speedup a run's own
+  final check confirmed, whichever is higher. Measure on a quiet machine.
 
 Strategies: random; guided, ranked by the pretrained GNN (what `hlotune tune` ranks with);
 guided+online, which also learns the program while it measures (tuning/online.py, the

@@ -87,7 +87,8 @@ def test_a_pool_is_measured_in_the_order_a_learning_model_ranks_it():
 
 def test_exploration_lets_a_share_of_each_later_batch_escape_the_model():
     space = SearchSpace("flags")
-    generation = [Trial(DEFAULT_CONFIG, 1.0)] + [Trial(space.random_config(random.Random(i)), 1.0 + i / 10) for i in range(8)]
+    drawn = [Trial(space.random_config(random.Random(i)), 1.0 + i / 10) for i in range(8)]
+    generation = [Trial(DEFAULT_CONFIG, 1.0), *drawn]  # the population is known: evolution starts
     greedy, exploring = (Evolutionary(space, 0, cost_model=_Backwards({}), explore=e) for e in (0.0, 0.5))
     for strategy in (greedy, exploring):
         strategy.tell(generation)

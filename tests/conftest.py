@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -29,9 +32,27 @@ def tpugraphs_dir() -> Path:
 def skip_for_missing_data(reason: str) -> NoReturn:
     """Skip a test whose data this checkout lacks (the summary lists it with `reason`); under
     CI, which always has ../shared and the built-in dataset, a missing file is a failure."""
+    _missing("this test's data", reason)
+
+
+def need(*names: str, install: str, executable: bool = False) -> Any:
+    """The first of `names` that is here: an imported module, or with `executable` a program's
+    path on PATH. Where none is, the test skips, listing `install` as the way to get it; under
+    CI, whose .ci/run installs every extra, Chromium and its driver, that is a failure, so a
+    broken install cannot pass as skipped tests. Works at module level too."""
+    for name in names:
+        if executable:
+            if path := shutil.which(name):
+                return path
+        elif importlib.util.find_spec(name.partition(".")[0]) is not None:
+            return importlib.import_module(name)
+    _missing("every optional dependency", f"{' or '.join(names)} is not installed ({install})")
+
+
+def _missing(what: str, reason: str) -> NoReturn:
     if os.environ.get("CI"):
-        pytest.fail(f"CI must have this test's data: {reason}", pytrace=False)
-    pytest.skip(reason=reason)
+        pytest.fail(f"CI must have {what}: {reason}", pytrace=False)
+    pytest.skip(reason=reason, allow_module_level=True)
 
 
 @pytest.fixture

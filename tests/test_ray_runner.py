@@ -7,6 +7,7 @@ import dataclasses
 import jax.numpy as jnp
 import pytest
 
+from conftest import need
 from hlotune.compiler.config import DEFAULT_CONFIG
 from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import MeasureSettings
@@ -21,7 +22,7 @@ CHEAP = dict(strategy="random", settings=MeasureSettings(rounds=2, repeats=1), p
 
 @pytest.fixture(scope="module")
 def local_ray():
-    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'hlotune[ray]')")
+    ray = need("ray", install="pip install 'hlotune[ray]'")
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)  # never a cluster
     yield
     ray.shutdown()

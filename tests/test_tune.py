@@ -18,6 +18,7 @@ import jax
 import numpy as np
 import pytest
 
+from conftest import need
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
@@ -185,7 +186,7 @@ def _fake_cost(config: CompileConfig) -> float:
 @pytest.mark.parametrize("name", strategies.STRATEGIES)
 def test_strategies_are_deterministic_for_a_seed_and_never_repeat(name, mlp_layouts):
     if name == "optuna":
-        pytest.importorskip("optuna")
+        need("optuna", install="pip install 'hlotune[optuna]'")
     def run(seed):
         kind = "flags" if name == "exhaustive" else "all"
         strategy = make_strategy(name, SearchSpace(kind, mlp_layouts), seed)

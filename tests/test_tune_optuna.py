@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from conftest import need
 from hlotune.compiler.config import DEFAULT_CONFIG
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import MeasureSettings
@@ -17,7 +18,7 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.tuning.strategies import OptunaStudy, OptunaTPE, Trial
 from hlotune.tuning.tuner import tune
 
-optuna = pytest.importorskip("optuna")
+optuna = need("optuna", install="pip install 'hlotune[optuna]'")
 
 MLP = "zoo:mlp@tiny"
 FAST = MeasureSettings(rounds=2, repeats=2)

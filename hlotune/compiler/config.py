@@ -1,4 +1,4 @@
-"""One point of the combined search space: XLA flags and tensor layouts together."""
+"""One point of the combined search space: XLA flags, tensor layouts and per-kernel options."""
 
 from __future__ import annotations
 
@@ -7,28 +7,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hlotune.compiler.flags import DEFAULT_FLAGS, FlagConfig
+from hlotune.compiler.kernel_config import DEFAULT_KERNELS, KernelConfig
 from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutConfig
 from hlotune.errors import HlotuneError
 
 
 @dataclass(frozen=True)
 class CompileConfig:
-    """Value object: hashable, and `key` is canonical JSON (the same config, the same key)."""
+    """Value object: hashable, and `key` is canonical JSON (the same config, the same key).
+
+    `kernels` appears in the dict only when set, so the keys of flag and layout configs stored
+    before per-kernel options existed still find their records."""
 
     flags: FlagConfig = field(default=DEFAULT_FLAGS)
     layout: LayoutConfig = field(default=DEFAULT_LAYOUT)
+    kernels: KernelConfig = field(default=DEFAULT_KERNELS)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"flags": self.flags.to_dict(), "layout": self.layout.to_dict()}
+        parts = {"flags": self.flags.to_dict(), "layout": self.layout.to_dict()}
+        return parts | ({"kernels": self.kernels.to_dict()} if not self.kernels.is_default else {})
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> CompileConfig:
-        unknown = set(values) - {"flags", "layout"}
+        unknown = set(values) - {"flags", "layout", "kernels"}
         if unknown:
-            raise HlotuneError(f"unknown config part {sorted(unknown)[0]!r}: use flags and layout")
+            raise HlotuneError(
+                f"unknown config part {sorted(unknown)[0]!r}: use flags, layout and kernels"
+            )
         return cls(
             FlagConfig.from_dict(values.get("flags", {})),
             LayoutConfig.from_dict(values.get("layout", {})),
+            KernelConfig.from_dict(values.get("kernels", {})),
         )
 
     @property
@@ -37,7 +46,7 @@ class CompileConfig:
 
     @property
     def is_default(self) -> bool:
-        return self.flags.is_default and self.layout.is_default
+        return self.flags.is_default and self.layout.is_default and self.kernels.is_default
 
     @property
     def numerics(self) -> str:

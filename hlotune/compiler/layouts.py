@@ -241,18 +241,23 @@ def _eval(jaxpr, consts, args, counter, on_site, constrain):
 
 
 def _bind_site(eqn, inputs, counter, on_site, constrain):
-    """Bind one equation as `jax.core.eval_jaxpr` does; a site gets its scope and constraint."""
+    """Bind one equation as `jax.core.eval_jaxpr` does; a site gets its scope and constraint.
+
+    The equation keeps its own traceback (jax's private `user_context`, jax is pinned), so the
+    module's metadata points at the user's source lines, not at this interpreter
+    (`hlotune profile` shows them)."""
     import jax
+    from jax._src.source_info_util import user_context
 
     params = eqn.primitive.get_bind_params(eqn.params)
     rank = len(eqn.outvars[0].aval.shape) if len(eqn.outvars) == 1 else 0
     if eqn.primitive.name not in SITE_OPCODES or not MIN_RANK <= rank <= MAX_RANK:
-        with eqn.ctx.manager:
+        with eqn.ctx.manager, user_context(eqn.source_info.traceback):
             outputs = eqn.primitive.bind(*inputs, **params)
         return outputs if eqn.primitive.multiple_results else [outputs]
     key = f"e{next(counter)}"
     if on_site is not None:
         on_site(key, eqn, rank)
-    with jax.named_scope(_SCOPE + key), eqn.ctx.manager:
+    with jax.named_scope(_SCOPE + key), eqn.ctx.manager, user_context(eqn.source_info.traceback):
         output = eqn.primitive.bind(*inputs, **params)
     return [output if constrain is None else constrain(key, output)]

@@ -7,6 +7,10 @@ medians). Outputs are checked against the default's. Compiling and running happe
 process: a config that XLA rejects, that crashes it or that hangs is recorded as failed with
 its reason, the worker restarts, and the batch goes on.
 
+With `profile_runs`, each live config is also run that many times under the profiler after
+its timed rounds, for each kernel's time (kernel_profile.py) and the compiled module's text;
+those runs never enter its samples.
+
 Two guards against timer noise: where one call of the default is shorter than
 `min_sample_s`, a sample times K calls back to back (K chosen per batch from the default's
 warm-up call); and with a `noise_target`, rounds go on until every config's median is known
@@ -54,10 +58,13 @@ class MeasureSettings:
     noise_target: float | None = None
     max_rounds: int = 100
     time_cap_s: float = 600.0
+    profile_runs: int = 0  # profiled calls per config after its timed rounds (0: none)
 
     def __post_init__(self) -> None:
         if self.rounds < 1 or self.repeats < 1 or self.default_replicas < 1:
             raise HlotuneError("rounds, repeats and default replicas must be at least 1")
+        if self.profile_runs < 0:
+            raise HlotuneError(f"profile_runs must not be negative, got {self.profile_runs}")
         if self.noise_target is not None and not self.noise_target > 0:
             raise HlotuneError(f"the noise target must be positive, got {self.noise_target}")
         if self.rtol is not None and not self.rtol > 0:
@@ -74,6 +81,12 @@ class Measurement:
     max_rel_error: float = 0.0
     call_ns: int = 0  # one call, timed at warm-up
     converged: bool | None = None  # its median met the noise target (None: no target)
+    # With profile_runs: each kernel's median ns per run and its events per run, the compiled
+    # module's text (kernels.kernels_of reads it), or why profiling failed.
+    kernel_ns: dict[str, float] = field(default_factory=dict)
+    kernel_calls: dict[str, int] = field(default_factory=dict)
+    hlo: str = ""
+    profile_error: str = ""
 
     @property
     def median_ns(self) -> float:
@@ -197,6 +210,10 @@ class Measurer:
             for measurement in results.values():
                 if measurement.ok:
                     measurement.converged = measurement.median_halfwidth <= settings.noise_target
+        if settings.profile_runs:
+            for id, measurement in results.items():
+                if measurement.ok and (id == "d0" or id.startswith("c")):
+                    _profile(session, id, measurement, settings.profile_runs)
         defaults = [results[id] for id in ids if id.startswith("d")]
         return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults, loop)
 
@@ -240,6 +257,22 @@ def _compile(session: _Session, id: str, config: CompileConfig, result: Measurem
     if not reply["outputs_match"]:
         result.status, result.reason = WRONG_OUTPUT, reply["mismatch"]
         session.drop(id)
+
+
+def _profile(session: _Session, id: str, result: Measurement, runs: int) -> None:
+    """Kernel times and module text of a measured config; a failure here leaves its timed
+    samples alone and says why."""
+    try:
+        reply = session.profile(id, runs)
+        text = session.hlo(id) if reply["ok"] else {"ok": False}
+    except _WorkerDied as died:
+        result.profile_error = died.reason
+        session.restart()
+        return
+    if not reply["ok"] or not text["ok"]:
+        result.profile_error = reply.get("error") or text.get("error", "")
+        return
+    result.kernel_ns, result.kernel_calls, result.hlo = reply["kernel_ns"], reply["calls"], text["text"]
 
 
 def _run_round(
@@ -300,6 +333,12 @@ class _Session:
         except _WorkerDied:
             self._compiled = {}
             self.restart()
+
+    def profile(self, id: str, runs: int) -> dict:
+        return self._request({"op": "profile", "id": id, "runs": runs}, self.settings.run_timeout_s)
+
+    def hlo(self, id: str) -> dict:
+        return self._request({"op": "hlo", "id": id}, self.settings.compile_timeout_s)
 
     def drop(self, id: str) -> None:
         self._compiled.pop(id, None)

@@ -44,12 +44,13 @@ class Worker:
     def compile(self, id: str, config: dict, rtol: float | None = None, warmup: int = 2) -> dict:
         """Compile, warm up and check the outputs against the reference (the first compiled)."""
         from hlotune.compiler.config import CompileConfig
+        from hlotune.compiler.hook import compile_config
 
         parsed = CompileConfig.from_dict(config)
         self._space.check(parsed.layout)
         start = time.perf_counter()
         lowered = self._space.build(parsed.layout).lower(*self._space.leaves)
-        executable = lowered.compile(compiler_options=parsed.flags.compiler_options())
+        executable = compile_config(lowered, parsed)
         compile_s = time.perf_counter() - start
         args = self._space.placed_args(parsed.layout)
         outputs = [np.asarray(x) for x in _leaves(executable(*args))]
@@ -80,6 +81,14 @@ class Worker:
                 times.append((time.perf_counter_ns() - begin) // loop)
             self._reply({"id": id, "ns": times})
         return {"ok": True}
+
+    def profile(self, id: str, runs: int) -> dict:
+        """Each kernel's time from `runs` profiled calls, taken apart from the timed rounds."""
+        from hlotune.compiler.kernel_profile import profile_kernels
+
+        executable, args = self._compiled[id]
+        profile = profile_kernels(executable, args, runs)
+        return {"ok": True, "kernel_ns": profile.kernel_ns, "calls": profile.calls}
 
     def hlo(self, id: str) -> dict:
         return {"ok": True, "text": self._compiled[id][0].as_text()}

@@ -1,7 +1,7 @@
 """A program compiled in this process under a tuned config, callable like the original.
 
-Flags go to `Lowered.compile(compiler_options=...)`; layouts need the program rebuilt with its
-layout constraints (LayoutSpace.build), which takes and returns flat leaves, so the callable
+Flags and per-kernel options are applied by `compiler.hook.compile_config`; layouts need the
+program rebuilt with its layout constraints (LayoutSpace.build), which takes and returns flat leaves, so the callable
 flattens the arguments, puts each in the layout the executable expects, and rebuilds the
 output tree.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.hook import compile_config as compile_lowered
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program
@@ -22,9 +23,7 @@ def compile_config(program: Program, config: CompileConfig) -> Callable:
 
     space = LayoutSpace(program)
     space.check(config.layout)
-    executable = space.build(config.layout).lower(*space.leaves).compile(
-        compiler_options=config.flags.compiler_options()
-    )
+    executable = compile_lowered(space.build(config.layout).lower(*space.leaves), config)
     in_tree = jax.tree_util.tree_structure(program.args)
     out_tree = jax.tree_util.tree_structure(jax.eval_shape(program.fn, *program.args))
     formats = executable.input_formats[0]

@@ -1,0 +1,117 @@
+"""hlotune's pass inside XLA:CPU's pipeline, registered for one compile at a time.
+
+`jax.extend.xla.register_hlo_module_transformation` hands a callback every module the process
+compiles, at a pipeline stage (PRE_SCHEDULER: fused, not yet scheduled). This module is the one
+place that registers it: `compile_with_pass` filters the modules by the program's name, edits
+its text, keeps what it saw, and clears the pass afterwards, whatever happened.
+
+Two caches would let a compile skip the pass: jax's in-memory compilation cache and, where a
+user turned it on, the persistent one. Both key on the module before our pass, so a hooked
+compile could return a plain executable, and a later plain compile a hooked one. The pass runs
+with the persistent cache off and the in-memory caches cleared before and after.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from hlotune.compiler.config import CompileConfig
+from hlotune.errors import HlotuneError
+
+PASS_NAME = "hlotune"
+PRE_SCHEDULER, POST_SCHEDULER = "pre_scheduler", "post_scheduler"
+Edit = Callable[[str], "str | None"]  # module text -> changed text, or None to keep it
+
+_LOCK = threading.Lock()  # the registration is process-wide: one hooked compile at a time
+
+
+@dataclass
+class PassRecord:
+    """What the pass saw in one compile: the program module's text before any edit."""
+
+    module: str
+    texts: list[str] = field(default_factory=list)
+    error: BaseException | None = None  # raised by the edit; re-raised after the compile
+
+
+def compile_with_pass(
+    lowered: Any,
+    edit: Edit | None = None,
+    *,
+    compiler_options: dict | None = None,
+    stage: str = PRE_SCHEDULER,
+) -> tuple[Any, PassRecord]:
+    """Compile a `jax.stages.Lowered` with `edit` applied to its module at `stage`.
+
+    `edit=None` only records the module (how a program's kernels are found before choosing
+    their configs). An error raised by `edit` (a kernel key that matches nothing) reaches the
+    caller as itself, not as XLA's wrapped traceback.
+    """
+    import jax
+    import jax.extend.xla as xla
+    from jaxlib import _hlo
+
+    record = PassRecord(module_name(lowered))
+
+    def callback(serialized: bytes) -> bytes | None:
+        module = _hlo.HloModule.from_serialized_hlo_module_proto(serialized)
+        if module.name != record.module:
+            return None
+        text = module.to_string()
+        record.texts.append(text)
+        try:
+            changed = edit(text) if edit is not None else None
+        except Exception as error:  # noqa: BLE001 - handed back to the caller after compile
+            record.error = error
+            raise
+        if changed is None or changed == text:
+            return None
+        return _hlo.hlo_module_from_text(changed).as_serialized_hlo_module_proto()
+
+    pipeline_stage = getattr(xla.PipelineStage, stage.upper())
+    with _LOCK, _persistent_cache_off(jax):
+        jax.clear_caches()
+        xla.register_hlo_module_transformation(callback, name=PASS_NAME, stage=pipeline_stage,
+                                               platforms="cpu")
+        try:
+            compiled = lowered.compile(compiler_options=compiler_options or {})
+        except Exception:
+            if record.error is not None:
+                raise record.error from None
+            raise
+        finally:
+            xla.clear_hlo_module_transformation(PASS_NAME, stage=pipeline_stage, platforms="cpu")
+            jax.clear_caches()
+    if not record.texts:
+        raise HlotuneError(f"XLA never handed hlotune's pass the module {record.module}")
+    return compiled, record
+
+
+def compile_config(lowered: Any, config: CompileConfig) -> Any:
+    """The one way hlotune compiles a config: its flags as compiler options, its per-kernel
+    options by hlotune's pass (skipped, with the caches, where it sets none)."""
+    options = config.flags.compiler_options()
+    if config.kernels.is_default:
+        return lowered.compile(compiler_options=options)
+    compiled, _ = compile_with_pass(lowered, config.kernels.apply, compiler_options=options)
+    return compiled
+
+
+def module_name(lowered: Any) -> str:
+    """The HLO module name XLA gives a lowered program (`jit_<function>`)."""
+    return str(lowered.compiler_ir("stablehlo").operation.attributes["sym_name"]).strip('"')
+
+
+class _persistent_cache_off:
+    def __init__(self, jax) -> None:
+        self._config = jax.config
+
+    def __enter__(self) -> None:
+        self._was = self._config.jax_enable_compilation_cache
+        self._config.update("jax_enable_compilation_cache", False)
+
+    def __exit__(self, *exc) -> None:
+        self._config.update("jax_enable_compilation_cache", self._was)

@@ -1,0 +1,88 @@
+"""Where a program's time goes, kernel by kernel: `hlotune profile`.
+
+The program is measured as any config is (measure.py: timed rounds beside the default, in the
+worker), then profiled apart from its timed rounds; the table joins each kernel's time with what
+the compiled module says of it (kind, fused ops, source lines).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.kernels import kernels_of, source_lines
+from hlotune.compiler.measure import MeasureSettings, Measurement, measure
+from hlotune.errors import HlotuneError
+
+
+@dataclass(frozen=True)
+class KernelRow:
+    name: str
+    key: str  # for per-kernel configs (`{"kernels": {KEY: {...}}}`)
+    ms: float  # median per program run, its own time (nested kernels excluded)
+    share: float  # of the kernels' summed time
+    calls: int  # events per program run (loop bodies repeat)
+    kind: str
+    ops: list[str]  # the framework ops fused into it
+    sources: list[str]  # their source lines, from the module's metadata
+
+
+@dataclass(frozen=True)
+class ProgramProfile:
+    program: str
+    config: dict
+    wall_ms: float  # the median of the timed (unprofiled) rounds
+    kernels_ms: float  # the kernels' sum: above wall_ms where kernels overlap on threads
+    kernels: list[KernelRow]  # heaviest first
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def profile_program(program: str, config: CompileConfig = DEFAULT_CONFIG, *, runs: int = 10,
+                    settings: MeasureSettings = MeasureSettings(rounds=5)) -> ProgramProfile:
+    """Time `program` under `config`, then profile `runs` calls of it."""
+    settings = MeasureSettings(**{**asdict(settings), "profile_runs": runs})
+    result = measure(program, [] if config.is_default else [config], settings)
+    measured = result.defaults[0] if config.is_default else result.measurements[0]
+    if not measured.ok:
+        raise HlotuneError(f"{program}: the config {measured.status}: {measured.reason}")
+    if measured.profile_error:
+        raise HlotuneError(f"{program}: profiling failed: {measured.profile_error}")
+    return ProgramProfile(program, config.to_dict(), measured.median_ns / 1e6,
+                          sum(measured.kernel_ns.values()) / 1e6, kernel_rows(measured))
+
+
+def kernel_rows(measured: Measurement) -> list[KernelRow]:
+    """The profiled kernels, heaviest first; thunks that are not fusions (copies, loops, library
+    calls) keep their name and an empty description."""
+    described = {kernel.name: kernel for kernel in kernels_of(measured.hlo)}
+    sources = source_lines(measured.hlo)
+    total = sum(measured.kernel_ns.values()) or 1.0
+    rows = []
+    for name, ns in sorted(measured.kernel_ns.items(), key=lambda item: -item[1]):
+        kernel = described.get(name)
+        rows.append(KernelRow(
+            name, kernel.key if kernel else "", ns / 1e6, ns / total, measured.kernel_calls.get(name, 1),
+            kernel.kind if kernel else "thunk", list(kernel.op_names) if kernel else [],
+            list(dict.fromkeys(sources[f] for f in kernel.stack_frames if f in sources)) if kernel else [],
+        ))
+    return rows
+
+
+def format_profile(profile: ProgramProfile, top: int = 20) -> str:
+    lines = [
+        f"{profile.program}: {profile.wall_ms:.3f} ms a run (timed rounds); kernels sum to "
+        f"{profile.kernels_ms:.3f} ms ({profile.kernels_ms / profile.wall_ms:.0%} of the run; "
+        "above 100% where kernels overlap on threads)",
+        f"{'kernel':<32} {'ms':>9} {'share':>6} {'calls':>5}  {'kind':<8} ops / source",
+    ]
+    for row in profile.kernels[:top]:
+        ops = ", ".join(op.rsplit("/", 1)[-1] for op in row.ops[:4]) + (" ..." if len(row.ops) > 4 else "")
+        source = row.sources[0] if row.sources else ""
+        lines.append(f"{row.name[:32]:<32} {row.ms:9.3f} {row.share:6.1%} {row.calls:5d}  "
+                     f"{row.kind:<8} {ops}" + (f"  [{source}]" if source else ""))
+    if len(profile.kernels) > top:
+        rest = profile.kernels[top:]
+        lines.append(f"... {len(rest)} more kernels, {sum(r.ms for r in rest):.3f} ms")
+    return "\n".join(lines)

@@ -34,10 +34,10 @@ from hlotune.models.config import ModelConfig
 from hlotune.models.ensemble import average_standardised, write_ensemble
 from hlotune.models.files import pretrained_folder
 from hlotune.scorers import load_scorer
-from hlotune.train import train
+from hlotune.train import TrainSettings, train
 
 # The full model per collection, then each ablation as the settings it changes.
-# Keys are ModelConfig fields or `train` arguments.
+# Keys are ModelConfig or TrainSettings fields.
 FULL = {
     "flags": dict(loss="mse:1,pairwise_hinge:1", join="late", num_layers=3,
                   cross_config_attention=True),
@@ -82,12 +82,11 @@ def train_variant(split: Path, settings: dict, seed: int, out: Path, epochs: int
     """Trains one variant on `split/train` (or `train_dir`) into `out`, early stopping on
     `split/valid`; returns the seconds it took."""
     config = ModelConfig(**{k: v for k, v in settings.items() if k in MODEL_FIELDS})
-    options = {k: v for k, v in settings.items() if k not in MODEL_FIELDS}
+    recipe = TrainSettings(epochs=epochs, seed=seed, patience=max(5, epochs // 4),
+                           **{k: v for k, v in settings.items() if k not in MODEL_FIELDS})
     start = time.perf_counter()
-    train(
-        train_dir or split / "train", split / "valid", out, epochs=epochs,
-        seed=seed, patience=max(5, epochs // 4), model_config=config, progress=False, **options,
-    )
+    train(train_dir or split / "train", split / "valid", out, recipe, model_config=config,
+          progress=False)
     return time.perf_counter() - start
 
 

@@ -23,7 +23,7 @@ import torch
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import read_sample
 from hlotune.models.config import ModelConfig
-from hlotune.train import train
+from hlotune.train import TrainSettings, train
 
 # Training graphs per collection in the public TpuGraphs download (its train splits).
 TPUGRAPHS_TRAIN_GRAPHS = {
@@ -47,14 +47,15 @@ def step_seconds(path: Path, config: ModelConfig, configs: int, steps: int) -> f
         data = Path(folder) / "data"
         data.mkdir()
         (data / path.name).symlink_to(path.resolve())
-        result = train(data, None, Path(folder) / "run", epochs=steps + 1, configs_per_batch=configs,
+        result = train(data, None, Path(folder) / "run",
+                       TrainSettings(epochs=steps + 1, configs_per_batch=configs),
                        model_config=config, progress=False)
     return statistics.median(row.seconds for row in result.history[1:])
 
 
 def epoch_seconds(split: str, config: ModelConfig, configs: int) -> float:
     with tempfile.TemporaryDirectory() as folder:
-        result = train(split, None, Path(folder) / "run", epochs=2, configs_per_batch=configs,
+        result = train(split, None, Path(folder) / "run", TrainSettings(epochs=2, configs_per_batch=configs),
                        model_config=config, progress=False)
     return result.history[-1].seconds
 

@@ -14,7 +14,7 @@ from hlotune.opt.commands import add_commands as add_opt_commands
 from hlotune.progress import add_quiet, progress_bar
 from hlotune.report.commands import add_commands as add_report_commands
 from hlotune.train.commands import add_commands as add_train_commands
-from hlotune.train.commands import add_recipe_arguments, recipe_kwargs
+from hlotune.train.commands import add_recipe_arguments, recipe_model_config, recipe_settings
 from hlotune.tuning.commands import add_commands as add_tune_commands
 
 DEFAULT_PROGRAM = "zoo:transformer@tiny-train"
@@ -313,7 +313,8 @@ def _cross_validate(args: argparse.Namespace) -> int:
                            "--eval-indices or --predictions")
     result = cross_validate(
         args.data, args.model, folds=DEFAULT_FOLDS if args.folds is None else args.folds,
-        seed=args.seed or 0, train_options=recipe_kwargs(args), progress=not args.quiet,
+        seed=args.seed or 0, settings=recipe_settings(args), model_config=recipe_model_config(args),
+        progress=not args.quiet,
     )
     print(json.dumps(result.to_json()) if args.json
           else format_cross_validation(result, " ".join(args.data)))

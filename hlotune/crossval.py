@@ -8,7 +8,7 @@ on and scored. The report is each fold's Evaluation and every metric's mean and 
 deviation across folds.
 
 What can be cross-validated is what can be trained per fold: `gnn` (by `hlotune train`'s
-trainer, with `train_options`; there is no validation set, as the held-out fold must not pick
+trainer, with `settings`; there is no validation set, as the held-out fold must not pick
 the model, so each fold scores its last epoch's model), `baseline:gbdt` and
 `baseline:gbdt-rank` (fitted per fold, not cached), and the baselines that learn nothing
 (`baseline:analytical`, `baseline:random`), which each fold only scores. A model folder,
@@ -21,9 +21,10 @@ import statistics
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -33,6 +34,10 @@ from hlotune.evaluate import Evaluation, Scorer, evaluate
 from hlotune.inspection import family_of
 from hlotune.progress import progress_bar
 from hlotune.scorers import GBDT_OBJECTIVES, GNN, ModelScorer, load_scorer
+
+if TYPE_CHECKING:
+    from hlotune.models.config import ModelConfig
+    from hlotune.train.trainer import TrainSettings
 
 GBDT = {f"baseline:{name}": objective for name, objective in GBDT_OBJECTIVES.items()}
 UNTRAINED = ("baseline:analytical", "baseline:random")
@@ -68,26 +73,26 @@ def cross_validate(
     *,
     folds: int,
     seed: int = 0,
-    train_options: Mapping[str, object] | None = None,
+    settings: TrainSettings | None = None,
+    model_config: ModelConfig | None = None,
     progress: bool = False,
 ) -> CrossValidation:
     """Leave-family-out cross-validation of `model` (one of MODELS) on the labelled graphs
     of `data` (folders or files, pooled). `seed` deals the families and seeds GNN training;
-    `train_options` are keyword arguments of `hlotune.train.train` for `gnn` (epochs, loss,
-    model_config, ...)."""
+    `settings` (but their seed) and `model_config` are `hlotune.train.train`'s for `gnn`."""
     if model not in MODELS:
         raise HlotuneError(
             f"{model} cannot be cross-validated: only a model trained per fold can "
             f"(a model folder, pretrained:* or baseline:gbdt@DIR was trained on fixed data); "
             f"use {', '.join(MODELS)}"
         )
-    if (train_options or {}).get("init_from") is not None:
+    if settings is not None and settings.init_from is not None:
         raise HlotuneError("cannot cross-validate with --init-from: that model was trained on "
                            "fixed data, which may hold the families each fold holds out")
     started = time.perf_counter()
     graphs = _labelled_graphs(Dataset(data))
     groups = partition(list(graphs.values()), folds, seed)
-    fit = _trainer(model, seed, dict(train_options or {}), progress)
+    fit = _trainer(model, seed, settings, model_config, progress)
     results = [
         _run_fold(index, held_out, graphs, fit)
         for index, held_out in enumerate(progress_bar(groups, show=progress, desc="cv",
@@ -145,11 +150,11 @@ def _run_fold(index: int, held_out: list[str], graphs: dict[Path, str],
     return FoldResult(index, held_out, len(train), seconds, evaluate(test, score))
 
 
-def _trainer(model: str, seed: int, train_options: dict,
-             progress: bool) -> Callable[[list[Path]], Scorer]:
+def _trainer(model: str, seed: int, settings: TrainSettings | None,
+             model_config: ModelConfig | None, progress: bool) -> Callable[[list[Path]], Scorer]:
     """A function from a fold's training files to the scorer trained on them."""
     if model == GNN:
-        return lambda files: _train_gnn(files, seed, train_options, progress)
+        return lambda files: _train_gnn(files, seed, settings, model_config, progress)
     if model in GBDT:
         from hlotune.models.baselines.gbdt import GbdtBaseline
 
@@ -157,11 +162,13 @@ def _trainer(model: str, seed: int, train_options: dict,
     return lambda files: load_scorer(model)
 
 
-def _train_gnn(files: list[Path], seed: int, train_options: dict, progress: bool) -> Scorer:
-    from hlotune.train import train
+def _train_gnn(files: list[Path], seed: int, settings: TrainSettings | None,
+               model_config: ModelConfig | None, progress: bool) -> Scorer:
+    from hlotune.train import TrainSettings, train
 
+    settings = replace(settings or TrainSettings(), seed=seed)
     with tempfile.TemporaryDirectory(prefix="hlotune-cv-") as out:
-        result = train(files, None, out, seed=seed, progress=progress, **train_options)
+        result = train(files, None, out, settings, model_config=model_config, progress=progress)
         return ModelScorer.load(result.model_dir)
 
 

@@ -15,6 +15,7 @@ from hlotune.cli import main
 from hlotune.crossval import partition
 from hlotune.data.builtin import ROOT, SPLITS
 from hlotune.errors import HlotuneError
+from hlotune.train import TrainSettings
 
 FAMILIES = {"a": 5, "b": 4, "c": 4, "d": 3, "e": 2, "f": 2, "g": 1}  # graphs per family
 GRAPHS = [family for family, count in FAMILIES.items() for _ in range(count)]
@@ -82,7 +83,7 @@ def test_cv_trains_a_gnn_per_fold_with_the_training_options(tmp_path, one_thread
         for file in (ROOT / "flags").rglob(f"{name}.*"):
             shutil.copy(file, tmp_path)
     result = hlotune.cross_validate(tmp_path, "gnn", folds=2,
-                                    train_options={"epochs": 1, "loss": "mse"})
+                                    settings=TrainSettings(epochs=1, loss="mse"))
     assert sorted(fold.families for fold in result.folds) == [["cnn"], ["mlp"]]
     assert all(fold.train_graphs == fold.evaluation.graphs == 2 for fold in result.folds)
     assert all(-1 <= fold.evaluation.kendall_tau <= 1 for fold in result.folds)

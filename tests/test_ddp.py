@@ -15,7 +15,7 @@ import hlotune
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
 from hlotune.models.config import ModelConfig
-from hlotune.train import train
+from hlotune.train import TrainSettings, train
 from hlotune.train.gst import GSTSettings
 
 BUILTIN_TRAIN = Path(hlotune.__file__).parent / "datasets" / "builtin" / "layout" / "train"
@@ -37,11 +37,10 @@ def test_two_processes_agree_with_one(tmp_path):
         capture_output=True, text=True, env=env, timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    single = train(
-        data, data, tmp_path / "one", epochs=2, configs_per_batch=8, graphs_per_step=2,
-        gst=GSTSettings(segment_size=100), progress=False,
-        model_config=ModelConfig(hidden_dim=16, num_layers=2),
-    )
+    settings = TrainSettings(epochs=2, configs_per_batch=8, graphs_per_step=2,
+                             gst=GSTSettings(segment_size=100))
+    single = train(data, data, tmp_path / "one", settings, progress=False,
+                   model_config=ModelConfig(hidden_dim=16, num_layers=2))
     ddp = load_file(tmp_path / "ddp" / "model" / "model.safetensors")
     one = load_file(single.model_dir / "model.safetensors")
     assert ddp.keys() == one.keys()

@@ -24,7 +24,7 @@ from hlotune.models import (
 )
 from hlotune.models.compress import collapse_chains, drop_duplicate_configs
 from hlotune.models.segments import PARTITIONS, Segmentation, partition
-from hlotune.train import train
+from hlotune.train import TrainSettings, train
 from hlotune.train.gst import GSTSettings, SegmentTraining
 from hlotune.train.losses import pairwise_hinge_loss
 from hlotune.train.targets import log_targets
@@ -167,11 +167,12 @@ def test_training_with_gst_and_compression_end_to_end(tmp_path, layout_sample):
     data.mkdir()
     for name in ("cnn@small", "gpt@tiny"):
         write_sample(data / f"{name}.npz", Dataset(BUILTIN_TRAIN / f"{name}.npz")[0])
-    result = train(
-        data, data, tmp_path / "run", epochs=2, configs_per_batch=8, progress=False,
-        model_config=replace(SMALL, collapse_chains=True), drop_duplicate_configs=True,
+    settings = TrainSettings(
+        epochs=2, configs_per_batch=8, drop_duplicate_configs=True,
         gst=GSTSettings(segment_size=200, segments_sampled=2, partition="topological"),
     )
+    result = train(data, data, tmp_path / "run", settings, progress=False,
+                   model_config=replace(SMALL, collapse_chains=True))
     assert result.epochs_run == 2 and result.best_value is not None
     model = GraphCostModel.load(result.model_dir)
     assert model.config.collapse_chains  # eval and predict collapse the graph the same way

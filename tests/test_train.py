@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ import torch
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
 from hlotune.models import GraphCostModel, ModelConfig, predict_scores
-from hlotune.train import CombinedLoss, train
+from hlotune.train import CombinedLoss, TrainSettings, train
 from hlotune.train import trainer as trainer_module
 from hlotune.train.losses import listmle_loss, mse_loss, pairwise_hinge_loss, pairwise_logistic_loss
 from hlotune.train.targets import centred
@@ -21,7 +22,8 @@ from hlotune.train.targets import centred
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 TINY = ModelConfig(hidden_dim=8, opcode_dim=4, num_layers=2, prune_hops=2)
-FAST = dict(configs_per_batch=20, lr=1e-2, model_config=TINY, progress=False)
+FAST = TrainSettings(configs_per_batch=20, lr=1e-2)
+RUN = dict(model_config=TINY, progress=False)
 
 
 # Losses. Scores are predicted log runtimes: lower = faster.
@@ -69,6 +71,22 @@ def test_combined_loss_spec():
             CombinedLoss.parse(bad)
 
 
+# Settings
+
+
+def test_settings_are_built_by_keyword_and_a_bad_value_names_its_field():
+    assert TrainSettings().epochs == 20 and TrainSettings(joint_data="a").joint_data == ("a",)
+    with pytest.raises(TypeError, match="learning_rate"):
+        TrainSettings(learning_rate=1e-3)
+    with pytest.raises(TypeError):
+        TrainSettings(20)  # no position for a reordered field to swap
+    bad = {"lr": -1, "epochs": 0, "weight_decay": -0.1, "clip_norm": 0, "monitor": "loss",
+           "loss": "nope", "joint_weight": 0, "valid_max_configs": 0, "graphs_per_step": 0}
+    for field, value in bad.items():
+        with pytest.raises(HlotuneError, match=rf"^{field} "):
+            TrainSettings(**{field: value})
+
+
 # Training on the fixtures
 
 
@@ -83,7 +101,7 @@ def tile_dir(tpugraphs_dir):
 
 
 def test_layout_training_lowers_the_loss_and_writes_its_files(layout_dir, tmp_path):
-    result = train(layout_dir, layout_dir, tmp_path, epochs=6, loss="mse", **FAST)
+    result = train(layout_dir, layout_dir, tmp_path, replace(FAST, epochs=6, loss="mse"), **RUN)
     losses = [row.train_loss for row in result.history]
     assert losses[-1] < losses[0] / 10
     assert result.epochs_run == 6 and result.model_dir == tmp_path / "model"
@@ -98,7 +116,7 @@ def test_layout_training_lowers_the_loss_and_writes_its_files(layout_dir, tmp_pa
 
 def test_tile_training_lowers_the_loss_and_skips_unlabelled_graphs(tile_dir, tmp_path):
     test_split = tile_dir.parent / "test"  # runtimes all 0
-    result = train([tile_dir, test_split], None, tmp_path, epochs=5, loss="mse", **FAST)
+    result = train([tile_dir, test_split], None, tmp_path, replace(FAST, epochs=5, loss="mse"), **RUN)
     assert result.history[-1].train_loss < result.history[0].train_loss
     state = json.loads((tmp_path / "checkpoint/trainer_state.json").read_text())
     assert state["steps_per_epoch"] == 1 and state["step"] == 5
@@ -115,10 +133,10 @@ def _scores(model_dir, sample):
 
 def test_a_seed_gives_identical_models(tmp_path, tpugraphs_dir):
     folder = tpugraphs_dir / "npz/tile/xla/valid"  # 9 configs of distinct runtimes
-    options = dict(FAST, configs_per_batch=4, epochs=2, loss="pairwise_hinge")
-    first = train(folder, folder, tmp_path / "a", seed=3, **options)
-    again = train(folder, folder, tmp_path / "b", seed=3, **options)
-    other = train(folder, folder, tmp_path / "c", seed=4, **options)
+    settings = replace(FAST, configs_per_batch=4, epochs=2, loss="pairwise_hinge", seed=3)
+    first = train(folder, folder, tmp_path / "a", settings, **RUN)
+    again = train(folder, folder, tmp_path / "b", settings, **RUN)
+    other = train(folder, folder, tmp_path / "c", replace(settings, seed=4), **RUN)
     sample = Dataset(folder)[0]
     np.testing.assert_array_equal(_scores(first.model_dir, sample), _scores(again.model_dir, sample))
     assert not np.array_equal(_scores(first.model_dir, sample), _scores(other.model_dir, sample))
@@ -127,8 +145,8 @@ def test_a_seed_gives_identical_models(tmp_path, tpugraphs_dir):
 
 def test_resume_continues_an_interrupted_run_exactly(tmp_path, tpugraphs_dir, monkeypatch):
     folder = tpugraphs_dir / "npz/tile/xla/valid"
-    options = dict(FAST, configs_per_batch=4, epochs=3, loss="listmle", patience=10)
-    whole = train(folder, folder, tmp_path / "whole", **options)
+    settings = replace(FAST, configs_per_batch=4, epochs=3, loss="listmle", patience=10)
+    whole = train(folder, folder, tmp_path / "whole", settings, **RUN)
 
     save = trainer_module.save_checkpoint
 
@@ -139,9 +157,9 @@ def test_resume_continues_an_interrupted_run_exactly(tmp_path, tpugraphs_dir, mo
 
     monkeypatch.setattr(trainer_module, "save_checkpoint", save_then_crash)
     with pytest.raises(KeyboardInterrupt):
-        train(folder, folder, tmp_path / "cut", **options)
+        train(folder, folder, tmp_path / "cut", settings, **RUN)
     monkeypatch.undo()
-    resumed = train(folder, folder, tmp_path / "cut", resume=True, **options)
+    resumed = train(folder, folder, tmp_path / "cut", settings, resume=True, **RUN)
     assert _curves(resumed.history) == _curves(whole.history)
     checkpoint = tmp_path / "cut/checkpoint"
     sample = Dataset(folder)[0]
@@ -150,19 +168,21 @@ def test_resume_continues_an_interrupted_run_exactly(tmp_path, tpugraphs_dir, mo
 
 def test_run_folders_are_guarded(tmp_path, tile_dir):
     with pytest.raises(HlotuneError, match="no checkpoint"):
-        train(tile_dir, None, tmp_path, epochs=1, resume=True, **FAST)
-    train(tile_dir, None, tmp_path, epochs=1, loss="mse", **FAST)
+        train(tile_dir, None, tmp_path, replace(FAST, epochs=1), resume=True, **RUN)
+    one_epoch = replace(FAST, epochs=1, loss="mse")
+    train(tile_dir, None, tmp_path, one_epoch, **RUN)
     with pytest.raises(HlotuneError, match="holds a training run"):
-        train(tile_dir, None, tmp_path, epochs=1, loss="mse", **FAST)
+        train(tile_dir, None, tmp_path, one_epoch, **RUN)
     with pytest.raises(HlotuneError, match="other settings"):
-        train(tile_dir, None, tmp_path, epochs=2, loss="listmle", resume=True, **FAST)
+        train(tile_dir, None, tmp_path, replace(FAST, epochs=2, loss="listmle"), resume=True, **RUN)
     with pytest.raises(HlotuneError, match="layout graphs"):
-        train(tile_dir, tile_dir.parents[2] / "layout/xla/random/train", tmp_path / "x", epochs=1, **FAST)
+        train(tile_dir, tile_dir.parents[2] / "layout/xla/random/train", tmp_path / "x",
+              replace(FAST, epochs=1), **RUN)
 
 
 def test_early_stopping_without_improvement(layout_dir, tmp_path):
     # The fixture's 20 configs share one layout, so validation tau stays 0: no epoch beats the first.
-    result = train(layout_dir, layout_dir, tmp_path, epochs=5, loss="mse", patience=2, **FAST)
+    result = train(layout_dir, layout_dir, tmp_path, replace(FAST, epochs=5, loss="mse", patience=2), **RUN)
     assert result.stopped_early and result.epochs_run == 3 and result.best_epoch == 1
 
 
@@ -193,8 +213,8 @@ def test_init_from_copies_the_node_layers_of_another_spaces_model(tmp_path):
     assert not torch.equal(flags.head[0].weight, layout.head[0].weight)  # its own head
     with pytest.raises(HlotuneError, match="node layers differ"):
         transfer_node_layers(layout, GraphCostModel(ModelConfig(hidden_dim=8).with_data("flags", 140, 30)))
-    result = train("builtin:flags/valid", None, tmp_path / "run", epochs=1, progress=False,
-                   init_from=pretrained_folder("layout"))
+    result = train("builtin:flags/valid", None, tmp_path / "run",
+                   TrainSettings(epochs=1, init_from=pretrained_folder("layout")), progress=False)
     assert result.epochs_run == 1
 
 
@@ -203,18 +223,18 @@ def test_joint_training_shares_the_node_layers_with_a_companion_of_the_other_spa
     layers, saved with them at the best epoch; those layers learn from both spaces' graphs."""
     from hlotune.train.multitask import SHARED_MODULES
 
-    joint = dict(FAST, epochs=2, seed=3)
-    result = train("builtin:flags/valid", None, tmp_path / "joint", joint_data="builtin:layout/valid",
-                   **joint)
+    flags_only = replace(FAST, epochs=2, seed=3)
+    joint = replace(flags_only, joint_data="builtin:layout/valid")
+    result = train("builtin:flags/valid", None, tmp_path / "joint", joint, **RUN)
     model, companion = GraphCostModel.load(result.model_dir), GraphCostModel.load(tmp_path / "joint" / "joint-model")
     assert (model.config.collection, companion.config.collection) == ("flags", "layout")
     mine, theirs = model.state_dict(), companion.state_dict()
     shared = [name for name in mine if name.startswith(SHARED_MODULES)]
     assert len(shared) > 10 and all(torch.equal(mine[name], theirs[name]) for name in shared)
-    alone = GraphCostModel.load(train("builtin:flags/valid", None, tmp_path / "alone", **joint).model_dir)
+    alone = GraphCostModel.load(train("builtin:flags/valid", None, tmp_path / "alone", flags_only, **RUN).model_dir)
     assert not torch.equal(alone.convs[0].update[0].weight, model.convs[0].update[0].weight)
     with pytest.raises(HlotuneError, match="other space"):
-        train("builtin:flags/valid", None, tmp_path / "same", joint_data="builtin:flags/valid", **joint)
+        train("builtin:flags/valid", None, tmp_path / "same", replace(joint, joint_data="builtin:flags/valid"),
+              **RUN)
     with pytest.raises(HlotuneError, match="cannot be resumed"):
-        train("builtin:flags/valid", None, tmp_path / "joint", joint_data="builtin:layout/valid",
-              resume=True, **joint)
+        train("builtin:flags/valid", None, tmp_path / "joint", joint, resume=True, **RUN)

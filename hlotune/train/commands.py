@@ -12,8 +12,14 @@ import json
 import os
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from hlotune.errors import HlotuneError
 from hlotune.progress import add_quiet
+
+if TYPE_CHECKING:
+    from hlotune.models.config import ModelConfig
+    from hlotune.train.trainer import TrainSettings
 
 
 def add_commands(commands) -> None:
@@ -61,7 +67,8 @@ def _add_train(commands) -> None:
 
 def add_recipe_arguments(parser) -> None:
     """The model and optimisation options, shared by `hlotune train` and the GNN that
-    `hlotune eval --cv` trains per fold (`recipe_kwargs` reads them back)."""
+    `hlotune eval --cv` trains per fold (`recipe_settings` and `recipe_model_config` read them
+    back)."""
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--loss", default="pairwise_hinge",
                         help="mse, pairwise_hinge, pairwise_logistic, listmle, or weighted "
@@ -114,11 +121,23 @@ def add_recipe_arguments(parser) -> None:
                         help="keep identical configs of a graph once (the median runtime one)")
 
 
-def recipe_kwargs(args: argparse.Namespace) -> dict:
-    """The options of `add_recipe_arguments` as keyword arguments of `hlotune.train.train`."""
+def recipe_settings(args: argparse.Namespace, **fields) -> TrainSettings:
+    """The training options of `add_recipe_arguments`, with `fields` (what the command sets
+    besides: seed, GST, ...), as the TrainSettings `hlotune.train.train` takes."""
+    from hlotune.train.trainer import TrainSettings
+
+    return TrainSettings(
+        epochs=args.epochs, loss=args.loss, configs_per_batch=args.configs_per_batch, lr=args.lr,
+        drop_duplicate_configs=args.drop_duplicate_configs, relative_targets=args.relative_targets,
+        init_from=_init_from(args.init_from), **fields,
+    )
+
+
+def recipe_model_config(args: argparse.Namespace) -> ModelConfig:
+    """The architecture options of `add_recipe_arguments` as a ModelConfig."""
     from hlotune.models.config import ModelConfig
 
-    model_config = ModelConfig(
+    return ModelConfig(
         hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join,
         layout_join=args.layout_join, cross_config_attention=args.attention, prune_hops=args.prune_hops,
         config_layers=args.config_layers, drop_edge=args.drop_edge, collapse_chains=args.collapse_chains,
@@ -127,10 +146,6 @@ def recipe_kwargs(args: argparse.Namespace) -> dict:
         test_permutations=1 if args.test_permutations is None else args.test_permutations,
         analytical_prior=args.analytical_prior,
     )
-    return dict(epochs=args.epochs, loss=args.loss, configs_per_batch=args.configs_per_batch,
-                lr=args.lr, drop_duplicate_configs=args.drop_duplicate_configs,
-                relative_targets=args.relative_targets, init_from=_init_from(args.init_from),
-                model_config=model_config)
 
 
 def _init_from(folder: Path | None) -> Path | None:
@@ -212,12 +227,12 @@ def _train(args: argparse.Namespace) -> int:
 
     from hlotune.train import train
 
-    result = train(
-        args.data, args.valid, args.out, seed=args.seed, graphs_per_step=args.graphs_per_step,
-        gst=_gst_settings(args), resume=args.resume, progress=not args.quiet,
+    settings = recipe_settings(
+        args, seed=args.seed, graphs_per_step=args.graphs_per_step, gst=_gst_settings(args),
         joint_data=args.joint_data, joint_weight=args.joint_weight,
-        **recipe_kwargs(args),
     )
+    result = train(args.data, args.valid, args.out, settings, model_config=recipe_model_config(args),
+                   resume=args.resume, progress=not args.quiet)
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
         return 0
     if args.json:

@@ -41,15 +41,15 @@ class GSTSettings:
 
     def __post_init__(self) -> None:
         if self.segment_size < 1:
-            raise HlotuneError(f"segment size must be at least 1 node, got {self.segment_size}")
+            raise HlotuneError(f"segment_size must be at least 1 node, got {self.segment_size}")
         if self.segments_sampled < 1:
-            raise HlotuneError(f"segments sampled must be at least 1, got {self.segments_sampled}")
+            raise HlotuneError(f"segments_sampled must be at least 1, got {self.segments_sampled}")
         if self.partition not in PARTITIONS:
             raise HlotuneError(
                 f"partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}"
             )
         if not 0.0 <= self.dropout < 1.0:
-            raise HlotuneError(f"segment dropout must be in [0, 1), got {self.dropout}")
+            raise HlotuneError(f"dropout must be in [0, 1), got {self.dropout}")
 
 
 class HistoryTable:

@@ -147,12 +147,10 @@ def _train(path: Path, settings: ScaleSettings) -> list[float]:
     gst = None
     if settings.mode == "gst":
         gst = GSTSettings(settings.segment_size, settings.segments_sampled)
+    recipe = trainer.TrainSettings(epochs=settings.steps, configs_per_batch=settings.configs, gst=gst)
     with tempfile.TemporaryDirectory() as out:
-        result = trainer.train(
-            path, None, Path(out) / "run", epochs=settings.steps,
-            configs_per_batch=settings.configs, gst=gst, progress=False,
-            model_config=ModelConfig(hidden_dim=settings.hidden),
-        )
+        result = trainer.train(path, None, Path(out) / "run", recipe, progress=False,
+                               model_config=ModelConfig(hidden_dim=settings.hidden))
     return [row.seconds for row in result.history]
 
 

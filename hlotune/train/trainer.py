@@ -66,41 +66,53 @@ MONITORS = ("kendall_tau", "opa")
 RESUMABLE = ("epochs", "patience")
 
 
-@dataclass(frozen=True)
+def _folders(dirs: PathLike | Sequence[PathLike]) -> list[PathLike]:
+    return [dirs] if isinstance(dirs, (str, os.PathLike)) else list(dirs)
+
+
+@dataclass(frozen=True, kw_only=True)
 class TrainSettings:
-    epochs: int
-    loss: str
-    seed: int
-    configs_per_batch: int
-    lr: float
-    weight_decay: float
-    clip_norm: float
-    patience: int  # epochs without a better validation score before stopping
-    monitor: str  # the validation metric early stopping and the best model follow
-    valid_max_configs: int | None
+    """How a run trains, built by keyword and given to `train` whole; `TrainSettings()` is the
+    default recipe. A checkpoint stores it, and a resumed run must match it (but RESUMABLE).
+    Paths are kept as strings, as the checkpoint's JSON holds them."""
+
+    epochs: int = 20
+    loss: str = "pairwise_hinge"  # a CombinedLoss spec: "mse:1,pairwise_hinge:1", "listmle"
+    seed: int = 0
+    configs_per_batch: int = 16
+    lr: float = 1e-3
+    weight_decay: float = 1e-2
+    clip_norm: float = 1.0
+    patience: int = 5  # epochs without a better validation score before stopping
+    monitor: str = "kendall_tau"  # the validation metric early stopping and the best model follow
+    valid_max_configs: int | None = 1000
     graphs_per_step: int = 1  # per process; a step of K processes takes K times as many
     drop_duplicate_configs: bool = False  # see hlotune.models.compress
     gst: GSTSettings | None = None  # Graph Segment Training; None trains on whole graphs
     relative_targets: bool = False  # see targets.centred
-    init_from: str | None = None  # a model whose node layers this run starts from
-    joint_data: tuple[str, ...] = ()  # the other space's graphs, trained on jointly
+    init_from: PathLike | None = None  # a model whose node layers this run starts from
+    joint_data: Sequence[PathLike] = ()  # the other space's graphs (folders), trained on jointly
     joint_weight: float = 1.0  # of the joint companion's loss
 
     def __post_init__(self) -> None:
-        CombinedLoss.parse(self.loss)
+        if self.init_from is not None:
+            object.__setattr__(self, "init_from", str(self.init_from))
+        object.__setattr__(self, "joint_data", tuple(map(str, _folders(self.joint_data))))
+        CombinedLoss.parse(self.loss)  # its errors name the loss
         if self.monitor not in MONITORS:
-            raise HlotuneError(f"monitor must be kendall_tau or opa, got {self.monitor!r}")
-        positive = ("epochs", "configs_per_batch", "patience", "valid_max_configs")
-        for name in positive + ("graphs_per_step",):
+            raise HlotuneError(f"monitor must be {' or '.join(MONITORS)}, got {self.monitor!r}")
+        for name in ("epochs", "configs_per_batch", "patience", "valid_max_configs", "graphs_per_step"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise HlotuneError(f"{name} must be at least 1, got {value}")
-        if not (self.lr > 0 and self.clip_norm > 0 and self.weight_decay >= 0):
-            raise HlotuneError("lr and clip_norm must be positive, weight_decay not negative")
-        if not self.joint_weight > 0:
-            raise HlotuneError(f"joint_weight must be positive, got {self.joint_weight}")
+        for name in ("lr", "clip_norm", "joint_weight"):
+            if not getattr(self, name) > 0:
+                raise HlotuneError(f"{name} must be positive, got {getattr(self, name)}")
+        if not self.weight_decay >= 0:
+            raise HlotuneError(f"weight_decay must not be negative, got {self.weight_decay}")
         if self.joint_data and self.gst is not None:
-            raise HlotuneError("joint training (--joint-data) runs on whole graphs, not with GST")
+            raise HlotuneError("joint_data (--joint-data) trains on whole graphs: not with gst "
+                               "(--segment-size)")
 
 
 @dataclass
@@ -117,50 +129,29 @@ def train(
     train_dirs: PathLike | Sequence[PathLike],
     valid_dir: PathLike | None,
     out_dir: PathLike,
+    settings: TrainSettings = TrainSettings(),
     *,
-    epochs: int = 20,
-    loss: str = "pairwise_hinge",
-    seed: int = 0,
-    configs_per_batch: int = 16,
-    lr: float = 1e-3,
-    weight_decay: float = 1e-2,
-    clip_norm: float = 1.0,
-    patience: int = 5,
-    monitor: str = "kendall_tau",
-    valid_max_configs: int | None = 1000,
-    graphs_per_step: int = 1,
-    drop_duplicate_configs: bool = False,
-    gst: GSTSettings | None = None,
-    relative_targets: bool = False,
-    init_from: PathLike | None = None,
-    joint_data: PathLike | Sequence[PathLike] = (),
-    joint_weight: float = 1.0,
     model_config: ModelConfig | None = None,
     resume: bool = False,
     progress: bool = True,
 ) -> TrainResult:
-    """Train on the graphs under `train_dirs` (one collection), validating on `valid_dir`.
+    """Train on the graphs under `train_dirs` (one collection), validating on `valid_dir`, as
+    `settings` say.
 
-    `loss` is a CombinedLoss spec ("mse:1,pairwise_hinge:1", "listmle"). `model_config` sets
-    the architecture; its data fields are filled from the data. Without `valid_dir` the last
-    epoch is the best and training never stops early. `resume=True` continues the run in
-    `out_dir`, with the same settings except `epochs` (more epochs also stretch the cosine
-    schedule) and `patience`; without it `out_dir` must not hold a run already. A run that
-    stopped early stays stopped. Unlabelled graphs are skipped. Under torchrun this process is
-    one of several data-parallel trainers (distributed.py). `relative_targets` trains on each
-    config's log runtime relative to the other configs of its batch (`targets.centred`).
-    `init_from` (a model folder, of any collection) gives the node layers their starting
-    weights (`transfer_node_layers`): what one space taught about graphs, another starts from.
-    `joint_data` (the other space's graphs) trains a companion model on them beside this one,
-    sharing its node layers (multitask.py), its loss weighted by `joint_weight`; the companion
-    at the best epoch goes to `out_dir/joint-model/`. A joint run cannot be resumed.
+    `model_config` sets the architecture; its data fields are filled from the data. Without
+    `valid_dir` the last epoch is the best and training never stops early. `resume=True`
+    continues the run in `out_dir`, with the same settings except `epochs` (more epochs also
+    stretch the cosine schedule) and `patience`; without it `out_dir` must not hold a run
+    already. A run that stopped early stays stopped. Unlabelled graphs are skipped. Under
+    torchrun this process is one of several data-parallel trainers (distributed.py).
+    `settings.relative_targets` trains on each config's log runtime relative to the other
+    configs of its batch (`targets.centred`). `settings.init_from` (a model folder, of any
+    collection) gives the node layers their starting weights (`transfer_node_layers`): what one
+    space taught about graphs, another starts from. `settings.joint_data` (the other space's
+    graphs) trains a companion model on them beside this one, sharing its node layers
+    (multitask.py), its loss weighted by `joint_weight`; the companion at the best epoch goes to
+    `out_dir/joint-model/`. A joint run cannot be resumed.
     """
-    settings = TrainSettings(
-        epochs, loss, seed, configs_per_batch, lr, weight_decay, clip_norm, patience, monitor,
-        valid_max_configs, graphs_per_step, drop_duplicate_configs, gst, relative_targets,
-        None if init_from is None else str(init_from), tuple(map(str, _folders(joint_data))),
-        joint_weight,
-    )
     group = distributed.join()
     try:
         result = _train(train_dirs, valid_dir, Path(out_dir), settings, model_config, resume,
@@ -278,10 +269,6 @@ def _new_model(train_sets: list[Dataset], config: ModelConfig) -> tuple[GraphCos
     stats = fit_feature_stats(checked())
     model.set_feature_stats(stats)
     return model, stats.graphs
-
-
-def _folders(dirs: PathLike | Sequence[PathLike]) -> list[PathLike]:
-    return [dirs] if isinstance(dirs, (str, os.PathLike)) else list(dirs)
 
 
 def _joint_task(model: GraphCostModel, settings: TrainSettings, device) -> JointTask | None:

@@ -110,3 +110,17 @@ def test_measure_profiles_apart_from_its_timed_rounds():
     assert len(default.samples_ns) == 4  # the profiled runs added no samples
     assert default.kernel_ns and set(default.kernel_ns) >= {k.name for k in kernels_of(default.hlo)}
     assert result.defaults[1].kernel_ns == {}  # replicas are only timed
+
+
+def test_an_exported_config_applies_to_the_users_own_function(tmp_path):
+    import json
+
+    import hlotune
+
+    keys = [k.key for k in _loop_kernels(jax.jit(_looped).lower(*ARGS).compile().as_text())]
+    exported = tmp_path / "tuned.json"  # the shape of `hlotune db export --format json`
+    exported.write_text(json.dumps({"config": {"kernels": {k: {"outer_dimension_partitions": [3]} for k in keys}}}))
+    run = hlotune.compiled(_looped, *ARGS, config=exported)
+    assert all(np.array_equal(a, b) for a, b in zip(run(*ARGS), jax.jit(_looped)(*ARGS)))
+    with pytest.raises(HlotuneError, match="cannot read the config"):
+        hlotune.compiled(_looped, *ARGS, config=tmp_path / "missing.json")

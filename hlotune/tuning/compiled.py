@@ -1,14 +1,17 @@
 """A program compiled in this process under a tuned config, callable like the original.
 
 Flags and per-kernel options are applied by `compiler.hook.compile_config`; layouts need the
-program rebuilt with its layout constraints (LayoutSpace.build), which takes and returns flat leaves, so the callable
-flattens the arguments, puts each in the layout the executable expects, and rebuilds the
-output tree.
+program rebuilt with its layout constraints (LayoutSpace.build), which takes and returns flat
+leaves, so the callable flattens the arguments, puts each in the layout the executable
+expects, and rebuilds the output tree. `compiled(fn, *args, config=...)` applies an exported
+config (`hlotune db export --format json`) to the user's own function, without the tuner.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.hook import compile_config as compile_lowered
@@ -36,3 +39,26 @@ def compile_config(program: Program, config: CompileConfig) -> Callable:
         return out_tree.unflatten(executable(*placed))
 
     return call
+
+
+def compiled(fn: Callable, *args, config: CompileConfig | dict | str | Path) -> Callable:
+    """`fn` compiled for arguments shaped like `args` with `config`: a CompileConfig, its dict,
+    or what `hlotune db export --format json` printed (the JSON text, a file of it, or its
+    parsed dict, whose "config" is used)."""
+    return compile_config(Program(getattr(fn, "__name__", "function"), fn, args), _config_of(config))
+
+
+def _config_of(config: CompileConfig | dict | str | Path) -> CompileConfig:
+    if isinstance(config, CompileConfig):
+        return config
+    if isinstance(config, Path) or (isinstance(config, str) and not config.lstrip().startswith("{")):
+        try:
+            config = Path(config).read_text()
+        except OSError as error:
+            raise HlotuneError(f"cannot read the config {config}: {error.strerror}") from None
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError as error:
+            raise HlotuneError(f"the config is not JSON: {error}") from None
+    return CompileConfig.from_dict(config.get("config", config))

@@ -404,8 +404,8 @@ class TuningDatabase(Database):
 
     def export(self, program: str, fmt: str) -> Export:
         """The chosen config of the latest tune as JSON, a compiler_options dict (JSON) or an
-        XLA_FLAGS string. Layouts are not XLA options: the two flag formats drop them, and the
-        note says so."""
+        XLA_FLAGS string. Layouts and per-kernel options are not XLA options: the two flag formats
+        drop them, and the note says so."""
         if fmt not in EXPORT_FORMATS:
             raise HlotuneError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
         best = self.decision(program)
@@ -416,13 +416,15 @@ class TuningDatabase(Database):
                     "--allow-numerics-change)" if config.flags.changes_numerics else "")
         if fmt == "json":
             return Export(json.dumps(self._export_json(best), indent=1), numerics)
-        sites = len(config.layout.layouts)
-        layouts = (
-            f"the tuned config also sets {sites} tensor layout(s), which XLA options cannot "
-            "express: use --format json, or TuneResult.compiled() in Python"
-            if sites else ""
+        sites, kernels = len(config.layout.layouts), len(config.kernels.partitions)
+        parts = [f"{sites} tensor layout(s)"] * bool(sites) + [f"{kernels} kernel option(s)"] * bool(kernels)
+        unsaid = (
+            f"the tuned config also sets {' and '.join(parts)}, which XLA options cannot "
+            "express: use --format json and hlotune.compiled(fn, *args, config=...), or "
+            "TuneResult.compiled() in Python"
+            if parts else ""
         )
-        note = "; ".join(text for text in (numerics, layouts) if text)
+        note = "; ".join(text for text in (numerics, unsaid) if text)
         if fmt == "compiler_options":
             return Export(json.dumps(config.flags.compiler_options(), sort_keys=True), note)
         return Export(config.flags.xla_flags(), note)

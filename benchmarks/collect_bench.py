@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 from hlotune.data.builtin import ROOT  # noqa: E402
 from hlotune.data.npz import read_sample  # noqa: E402
-from hlotune.evaluate import noise_ceiling  # noqa: E402
+from hlotune.evaluation.evaluate import noise_ceiling  # noqa: E402
 
 
 def main() -> None:

@@ -29,11 +29,11 @@ import torch
 
 from hlotune.data.builtin import ROOT
 from hlotune.data.dataset import Dataset
-from hlotune.evaluate import Scorer, evaluate
+from hlotune.evaluation.evaluate import evaluate
+from hlotune.evaluation.scorers import Scorer, load_scorer
 from hlotune.models.config import ModelConfig
 from hlotune.models.ensemble import average_standardised, write_ensemble
 from hlotune.models.files import pretrained_folder
-from hlotune.scorers import load_scorer
 from hlotune.train import TrainSettings, train
 
 # The full model per collection, then each ablation as the settings it changes.

@@ -31,8 +31,8 @@ import torch  # noqa: E402
 from cost_model_table import FULL, train_variant  # noqa: E402  (benchmarks/ is on sys.path)
 from hlotune.data.builtin import ROOT  # noqa: E402
 from hlotune.data.dataset import Dataset  # noqa: E402
-from hlotune.evaluate import evaluate  # noqa: E402
-from hlotune.scorers import load_scorer  # noqa: E402
+from hlotune.evaluation.evaluate import evaluate  # noqa: E402
+from hlotune.evaluation.scorers import load_scorer  # noqa: E402
 
 
 def families(train: Path) -> dict[str, list[Path]]:

@@ -11,9 +11,9 @@ __version__ = "0.1.0"
 
 _API = {
     "autotune": ("hlotune.tuning.autotune", "autotune"),
-    "cross_validate": ("hlotune.crossval", "cross_validate"),
+    "cross_validate": ("hlotune.evaluation.crossval", "cross_validate"),
     "featurize": ("hlotune.hlo.sources", "load_samples"),
-    "inspect": ("hlotune.inspection", "inspect_path"),
+    "inspect": ("hlotune.hlo.inspection", "inspect_path"),
     "load_program": ("hlotune.programs", "load_program"),
     "read_sample": ("hlotune.data.npz", "read_sample"),
     "write_sample": ("hlotune.data.npz", "write_sample"),

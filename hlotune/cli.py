@@ -220,7 +220,7 @@ def _add_zoo(commands) -> None:
 def _featurize(args: argparse.Namespace) -> int:
     from hlotune.data.npz import write_sample
     from hlotune.hlo.sources import load_samples
-    from hlotune.inspection import describe, format_inspection
+    from hlotune.hlo.inspection import describe, format_inspection
 
     samples = load_samples(args.source, optimized=args.optimized, extended=args.extended,
                            progress=not args.quiet)
@@ -246,7 +246,7 @@ def _output_paths(output: Path | None, samples) -> list[Path | None]:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from hlotune.inspection import format_inspection, inspect_path
+    from hlotune.hlo.inspection import format_inspection, inspect_path
 
     all_valid = True
     for info in inspect_path(args.path):
@@ -289,9 +289,9 @@ def _eval(args: argparse.Namespace) -> int:
     if args.folds is not None or args.seed is not None:
         raise HlotuneError("--folds and --seed need --cv family")
     from hlotune.data.dataset import Dataset
-    from hlotune.evaluate import evaluate, format_evaluation
-    from hlotune.metrics import load_eval_indices
-    from hlotune.scorers import load_scorer
+    from hlotune.data.metrics import load_eval_indices
+    from hlotune.evaluation.evaluate import evaluate, format_evaluation
+    from hlotune.evaluation.scorers import load_scorer
 
     if args.protocol == "paper" and args.eval_indices is None:
         raise HlotuneError("--protocol paper needs --eval-indices (TpuGraphs eval_indices/*.json)")
@@ -306,7 +306,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _cross_validate(args: argparse.Namespace) -> int:
-    from hlotune.crossval import cross_validate, format_cross_validation
+    from hlotune.evaluation.crossval import cross_validate, format_cross_validation
 
     if args.protocol != "all" or args.eval_indices is not None or args.predictions:
         raise HlotuneError("--cv scores every config of every graph: no --protocol paper, "
@@ -324,7 +324,7 @@ def _cross_validate(args: argparse.Namespace) -> int:
 def _predict(args: argparse.Namespace) -> int:
     from hlotune.data.dataset import Dataset
     from hlotune.data.kaggle import submission_id, top_configs, write_submission
-    from hlotune.scorers import load_scorer
+    from hlotune.evaluation.scorers import load_scorer
 
     score = load_scorer(args.model)
     dataset = Dataset(args.data)

@@ -13,12 +13,12 @@ from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
 from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
 from hlotune.errors import HlotuneError
-from hlotune.evaluate import evaluate
+from hlotune.evaluation.evaluate import evaluate
 from hlotune.hlo.opcodes import OPCODE_NAMES
 from hlotune.models.baselines import GbdtBaseline, analytical_scores
 from hlotune.models.baselines.gbdt import FEATURES_FILE, MODEL_FILE, cache_folder
 from hlotune.models.baselines.layout_changes import MAJOR_MOVED, MINOR_MOVED, change_levels
-from hlotune.scorers import load_scorer
+from hlotune.evaluation.scorers import load_scorer
 
 
 def _graph(shapes: list[tuple[int, ...]]) -> GraphArrays:

@@ -12,7 +12,7 @@ import pytest
 
 import hlotune
 from hlotune.cli import main
-from hlotune.crossval import partition
+from hlotune.evaluation.crossval import partition
 from hlotune.data.builtin import ROOT, SPLITS
 from hlotune.errors import HlotuneError
 from hlotune.train import TrainSettings

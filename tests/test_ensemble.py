@@ -14,7 +14,7 @@ from hlotune.models.ensemble import write_ensemble
 from hlotune.models.gnn import GraphCostModel
 from hlotune.models.predict import predict_scores
 from hlotune.models.files import pretrained_folder
-from hlotune.scorers import load_scorer
+from hlotune.evaluation.scorers import load_scorer
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 

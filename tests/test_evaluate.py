@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hlotune import metrics
+from hlotune.data import metrics
 from hlotune.data.dataset import Dataset
+from hlotune.data.metrics import target_runtimes
 from hlotune.data.sample import FlagConfigs, GraphSample
 from hlotune.errors import HlotuneError
-from hlotune.evaluate import evaluate, noise_ceiling, target_runtimes
+from hlotune.evaluation.evaluate import evaluate, noise_ceiling
 
 
 def test_perfect_and_reversed_scorers_on_the_fixtures(tpugraphs_dir):

@@ -12,10 +12,12 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "hlotune"
 
 # (from, to): a cost model never reads the compiler's tables, graphs never need a model, the
-# format layer never runs a collection, and no stage calls back into the command line.
-FORBIDDEN = [("models", "compiler"), ("hlo", "models"), ("data", "collect")] + [
-    (stage, "cli") for stage in ("collect", "compiler", "data", "hlo", "models", "opt", "programs",
-                                 "train", "tuning", "zoo")
+# format layer never runs a collection, models and training never need the evaluation harness
+# (which trains per fold), and no stage calls back into the command line.
+FORBIDDEN = [("models", "compiler"), ("hlo", "models"), ("data", "collect"),
+             ("train", "evaluation"), ("models", "evaluation")] + [
+    (stage, "cli") for stage in ("collect", "compiler", "data", "evaluation", "hlo", "models",
+                                 "opt", "programs", "report", "train", "tuning", "zoo")
 ]
 
 

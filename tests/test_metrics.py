@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from hlotune.errors import HlotuneError
-from hlotune.metrics import (
+from hlotune.data.metrics import (
     GraphScores,
     eval_indices_for,
     kaggle_tile_score,

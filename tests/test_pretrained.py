@@ -8,13 +8,13 @@ import copy
 import numpy as np
 import pytest
 
-from hlotune import metrics
+from hlotune.data import metrics
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
-from hlotune.evaluate import evaluate
+from hlotune.evaluation.evaluate import evaluate
 from hlotune.models.predict import predict_scores
-from hlotune.scorers import load_scorer
+from hlotune.evaluation.scorers import load_scorer
 from hlotune.train.fine_tune import fine_tune
 from hlotune.train.targets import log_targets, measured
 from hlotune.tuning.database import TuningDatabase

@@ -16,15 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from hlotune import metrics
+from hlotune.data import metrics
 from hlotune.cli import main
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.measure import FAILED, MeasureSettings, OK
 from hlotune.data.dataset import Dataset
-from hlotune.evaluate import evaluate
+from hlotune.evaluation.evaluate import evaluate
 from hlotune.report.importance import choice_effects, choices
-from hlotune.scorers import load_scorer
+from hlotune.evaluation.scorers import load_scorer
 from hlotune.tuning.database import Record, TuningDatabase
 from hlotune.tuning.tuner import tune
 

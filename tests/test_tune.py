@@ -26,7 +26,7 @@ from hlotune.compiler.machine import Machine, this_machine
 from hlotune.compiler.measure import FAILED, MeasureSettings, Measurement
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
-from hlotune.scorers import load_scorer
+from hlotune.evaluation.scorers import load_scorer
 from hlotune.compiler import space
 from hlotune.compiler.space import SearchSpace
 from hlotune.tuning import commands, database, strategies

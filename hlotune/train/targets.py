@@ -1,6 +1,6 @@
 """What a model learns to predict for each config, and what metrics compare its scores with.
 
-The runtimes are `hlotune.evaluate.target_runtimes` (tile: divided by the default tile
+The runtimes are `hlotune.data.metrics.target_runtimes` (tile: divided by the default tile
 config's runtime, so kernels of very different sizes share one scale; layout and flags: raw).
 Scores are trained on the log, which turns "x times slower" into a fixed distance.
 Configs measured as 0 ns (a test split's hidden label, or a failed run) have no target.
@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from hlotune.data.sample import GraphSample
-from hlotune.evaluate import target_runtimes
+from hlotune.data.metrics import target_runtimes
 
 
 def measured(sample: GraphSample) -> np.ndarray:

@@ -5,17 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from hlotune.data.dataset import Dataset
-from hlotune.metrics import TOP_K, score_graph, summarize
+from hlotune.data.metrics import TOP_K, score_graph, summarize, target_runtimes
 from hlotune.models.gnn import GraphCostModel
 from hlotune.models.predict import predict_scores
-from hlotune.evaluate import target_runtimes
 from hlotune.train.targets import measured
 
 
 def validate(
     model: GraphCostModel, dataset: Dataset, *, max_configs: int | None = None
 ) -> dict | None:
-    """`hlotune.metrics.summarize` over the labelled graphs; None when there are none.
+    """`hlotune.data.metrics.summarize` over the labelled graphs; None when there are none.
 
     A graph with more than `max_configs` measured configs is scored on a fixed random subset of
     that many (seeded by the graph's index, so every epoch sees the same), which keeps a

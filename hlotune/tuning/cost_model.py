@@ -24,7 +24,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.encode import ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
-from hlotune.evaluate import Scorer
+from hlotune.evaluation.scorers import Scorer
 from hlotune.tuning.strategies import Trial
 
 COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "all": ("flags", "layout")}
@@ -45,8 +45,9 @@ class CostModel(ABC):
 
 def load_scorers(model: str | Scorer, space_kind: str) -> dict[str, Scorer]:
     """The scorer of each collection the space needs: `model` is a scorer, a name for
-    `hlotune.scorers.load_scorer`, or "pretrained" (the shipped model of each collection)."""
-    from hlotune.scorers import load_scorer
+    `hlotune.evaluation.scorers.load_scorer`, or "pretrained" (the shipped model of each
+    collection)."""
+    from hlotune.evaluation.scorers import load_scorer
 
     collections = COLLECTIONS[space_kind]
     if model == DEFAULT_MODEL:
@@ -74,7 +75,7 @@ class ScorerCostModel(CostModel):
         return np.sum([rankdata(s) for s in scores], axis=0)
 
     def update(self, trials: Sequence[Trial], default_ns: float) -> None:
-        from hlotune.scorers import ModelScorer
+        from hlotune.evaluation.scorers import ModelScorer
 
         healthy = [trial for trial in trials if np.isfinite(trial.cost)]
         runtimes = np.array([trial.cost * default_ns for trial in healthy])

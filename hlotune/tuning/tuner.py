@@ -38,7 +38,7 @@ from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurement
 from hlotune.compiler.space import SPACES, SearchSpace
 from hlotune.errors import HlotuneError
-from hlotune.evaluate import Scorer
+from hlotune.evaluation.scorers import Scorer
 from hlotune.programs import Program, load_program
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, ScorerCostModel, load_scorers
@@ -128,7 +128,7 @@ def tune(
     `Exhaustive([...])` to measure chosen configs) or an Optuna sampler (the optuna strategy
     with it; its study is stored beside the database, docs/tuning.md). `model` ranks the evolutionary strategy's
     candidates: "pretrained" (the shipped models, the default), a scorer, a name for
-    `hlotune.scorers.load_scorer`, "transfer[@DIR]" (transfer.py: flags only), or None for
+    `hlotune.evaluation.scorers.load_scorer`, "transfer[@DIR]" (transfer.py: flags only), or None for
     none; other strategies use no model.
     `fine_tune_every` N fine-tunes the model on the measurements every N evaluated configs.
     `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and

@@ -27,7 +27,7 @@ from hlotune.data.dataset import Dataset
 from hlotune.data.sample import COLLECTIONS, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.extras import require
-from hlotune.evaluate import target_runtimes
+from hlotune.data.metrics import target_runtimes
 from hlotune.models.baselines.features import feature_matrix, feature_names
 from hlotune.atomic import write_bytes_atomic
 from hlotune.models.files import read_json

@@ -17,6 +17,7 @@ A scorer maps a GraphSample to one score per config, lower = predicted faster:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,10 @@ import numpy as np
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
-from hlotune.evaluate import Scorer
+
+# Any ranking model as evaluate, crossval and the tuner's ScorerCostModel take it: one score per
+# config of a sample, lower = predicted faster.
+Scorer = Callable[[GraphSample], np.ndarray]
 
 BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR", "gbdt-rank", "gbdt-rank@DIR")
 GBDT_OBJECTIVES = {"gbdt": "regression", "gbdt-rank": "lambdarank"}

@@ -2,10 +2,14 @@
 
 Conventions: a lower score means "predicted faster", so a perfect model's scores sort like the
 true runtimes. Every function takes the runtimes and scores of one graph's configs; the caller
-averages over graphs with `score_graph` and `summarize`. Tile graphs are scored on normalised
-runtimes (`config_runtime / config_runtime_normalizers`), which the caller computes; layout
-graphs on raw runtimes, restricted under the paper protocol to the configs of
-`eval_indices_for` (see `load_eval_indices`).
+averages over graphs with `score_graph` and `summarize`. The runtimes are `target_runtimes`:
+tile graphs' normalised by the default tile config, layout and flags graphs' raw (layout
+restricted under the paper protocol to the configs of `eval_indices_for`, see
+`load_eval_indices`).
+
+They sit in the format layer, beside the samples they read, because training (validation, the
+GBDT baseline's targets) and evaluation (`hlotune.evaluation`, which trains per fold) both
+judge rankings by them: neither may import the other.
 
 Degenerate graphs give defined values, never NaN: Kendall tau is 0.0 when either side has no
 order (one config, all runtimes equal, or all scores equal); OPA is 1.0 when no pair of configs
@@ -23,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
+from hlotune.data.sample import GraphSample, TileConfigs
 from hlotune.errors import HlotuneError
 
 # The K of the top-K errors each collection reports (the TpuGraphs paper's choices for tile and
@@ -35,6 +40,15 @@ TOP_K: dict[str, tuple[int, ...]] = {
 
 # The Kaggle tile score looks at the 5 configs predicted fastest.
 KAGGLE_TILE_K = 5
+
+
+def target_runtimes(sample: GraphSample) -> np.ndarray:
+    """What a model ranks: runtimes, normalised by the default tile config for tile graphs."""
+    configs = sample.configs
+    runtimes = configs.config_runtime.astype(np.float64)
+    if isinstance(configs, TileConfigs):
+        return runtimes / configs.config_runtime_normalizers
+    return runtimes
 
 
 def _as_pair(runtimes: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

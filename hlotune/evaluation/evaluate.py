@@ -10,17 +10,17 @@ between the medians of the odd and the even samples of each config.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
-from hlotune import metrics
-from hlotune.data.sample import GraphSample, TileConfigs
+from hlotune.data import metrics
+from hlotune.data.metrics import target_runtimes
+from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
-
-Scorer = Callable[[GraphSample], np.ndarray]
+from hlotune.evaluation.scorers import Scorer
 
 
 @dataclass
@@ -78,15 +78,6 @@ def evaluate(
         per_graph=per_graph,
         noise_ceiling_tau=float(np.mean(ceilings)) if ceilings else None,
     )
-
-
-def target_runtimes(sample: GraphSample) -> np.ndarray:
-    """What a model ranks: runtimes, normalised by the default tile config for tile graphs."""
-    configs = sample.configs
-    runtimes = configs.config_runtime.astype(np.float64)
-    if isinstance(configs, TileConfigs):
-        return runtimes / configs.config_runtime_normalizers
-    return runtimes
 
 
 def noise_ceiling(sample: GraphSample, keep: np.ndarray | None = None) -> float | None:

@@ -30,10 +30,10 @@ import numpy as np
 
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
-from hlotune.evaluate import Evaluation, Scorer, evaluate
-from hlotune.inspection import family_of
+from hlotune.evaluation.evaluate import Evaluation, evaluate
+from hlotune.evaluation.scorers import GBDT_OBJECTIVES, GNN, ModelScorer, Scorer, load_scorer
+from hlotune.hlo.inspection import family_of
 from hlotune.progress import progress_bar
-from hlotune.scorers import GBDT_OBJECTIVES, GNN, ModelScorer, load_scorer
 
 if TYPE_CHECKING:
     from hlotune.models.config import ModelConfig

@@ -56,20 +56,23 @@ class HloText:
 
     lines: list[str]
     computations: dict[str, list[int]]  # name -> indices into `lines`
+    headers: dict[str, int]  # name -> the index of its header line
 
     @classmethod
     def parse(cls, text: str) -> HloText:
         lines = text.splitlines()
         computations: dict[str, list[int]] = {}
+        headers: dict[str, int] = {}
         current: list[int] | None = None
         for index, line in enumerate(lines):
             if (header := _HEADER.match(line)) is not None:
+                headers[header.group(1)] = index
                 current = computations.setdefault(header.group(1), [])
             elif line.startswith("}"):
                 current = None
             elif current is not None and line.strip():
                 current.append(index)
-        return cls(lines, computations)
+        return cls(lines, computations, headers)
 
     def instructions(self, computation: str) -> Iterator[tuple[int, re.Match]]:
         for index in self.computations[computation]:
@@ -107,6 +110,17 @@ class HloText:
         )
         names: dict[str, str] = {}
         return _NAME.sub(lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)
+
+
+    def module_of(self, computation: str, name: str) -> str:
+        """A module whose entry is `computation` (with what it calls): a kernel standing alone,
+        to featurize as the TpuGraphs tile collection has each kernel."""
+        parts = [f"HloModule {name}", ""]
+        for called in reversed(list(self._closure([computation]))):
+            header = self.lines[self.headers[called]].removeprefix("ENTRY ")
+            parts += [("ENTRY " if called == computation else "") + header,
+                      *(self.lines[i] for i in self.computations[called]), "}", ""]
+        return "\n".join(parts)
 
 
 def kernels_of(text: str) -> list[Kernel]:

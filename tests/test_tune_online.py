@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from scipy.stats import kendalltau
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
@@ -15,13 +16,15 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import ROOT
 from hlotune.errors import HlotuneError
 from hlotune.compiler.layouts import LayoutConfig
+from hlotune.programs import load_program
+from hlotune.tuning.callbacks import UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, RankSum
 from hlotune.tuning.database import Decision, TuningDatabase
 from hlotune.tuning.online import ChoiceModel, OnlineCostModel, ridge
 from hlotune.tuning.transfer import TransferCostModel, collection_examples, load_transfer
 from hlotune.tuning.replay import ReplayRunner
 from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial
-from hlotune.tuning.tuner import tune
+from hlotune.tuning.tuner import Tuner, tune
 
 NO_XNNPACK = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
 NO_FUSION = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["fusion"]}))
@@ -153,8 +156,6 @@ def test_the_transfer_model_ranks_flags_by_their_effect_on_other_programs():
 def test_the_transfer_model_ranks_a_held_out_program_better_than_chance(tmp_path):
     """`--model transfer`: fitted on the built-in training families, it orders a test family's
     recorded configs; `transfer@DIR` fits on DIR's collected programs."""
-    from scipy.stats import kendalltau
-
     model = load_transfer("transfer", "flags")
     held_out = dict(collection_examples([ROOT / "flags" / "test" / "vit@small.npz"]))
     tau = kendalltau(model.predict(list(held_out)), list(held_out.values()))[0]
@@ -164,12 +165,33 @@ def test_the_transfer_model_ranks_a_held_out_program_better_than_chance(tmp_path
         load_transfer("transfer", "layout")
     with pytest.raises(HlotuneError, match="no collected programs"):
         load_transfer(f"transfer@{tmp_path}", "flags")
-
-
-def test_tune_ranks_with_the_transfer_model_by_name(tmp_path):
-    with pytest.raises(HlotuneError, match="ranks flags"):  # reached: the name was understood
+    with pytest.raises(HlotuneError, match="ranks flags"):  # tune() understood the name
         tune("zoo:mlp@tiny", space="layout", model="transfer", budget=2, db_path=tmp_path / "db.sqlite",
              progress=False)
+
+
+def test_the_transfer_model_screens_a_held_out_program_and_the_program_refines_it(tmp_path):
+    """As `tune --model transfer` runs it (the prior of an online model taught after every
+    batch), screening a held-out program's recorded configs: the batch it picks before anything
+    is measured runs faster on the recording than the pool does, and once measured, the
+    program's own choices order the measured configs closer to their recorded runtimes than the
+    transfer model alone."""
+    replay = ReplayRunner.from_collection(ROOT / "flags" / "test" / "vit@tiny.npz")
+    default_ns = np.median(replay.recorded[DEFAULT_CONFIG])
+    truth = {c: np.median(s) / default_ns for c, s in replay.recorded.items() if not c.is_default}
+    transfer = load_transfer("transfer", "flags")
+    model = OnlineCostModel(transfer)
+    pool = Exhaustive(sorted(truth, key=lambda config: config.key), cost_model=model)
+    with TuningDatabase(tmp_path / "db.sqlite", machine=replay.machine) as db:
+        tuner = Tuner(load_program("zoo:vit@tiny"), SearchSpace("flags"), pool, replay, db,
+                      cost_model=model, callbacks=[UpdateCostModel(1)])
+        tuner.run(budget=17, batch=8)
+    first, measured = tuner.trials[1:9], tuner.trials[1:]
+    assert np.median([truth[t.config] for t in first]) < np.median(list(truth.values()))
+    assert model.measured == 17  # the default and two batches
+    configs, costs = [t.config for t in measured], [truth[t.config] for t in measured]
+    learned, prior = (kendalltau(m.predict(configs), costs)[0] for m in (model, transfer))
+    assert learned > prior + 0.1
 
 
 def test_a_rank_sum_follows_the_models_agreement_and_teaches_each():

@@ -1,12 +1,12 @@
 """A runner that answers from recorded measurements instead of the compiler (Kernel Tuner's
 simulation mode), so search strategies can be compared offline, fast and on the same data.
 
-The record is a collected program (`hlotune collect`'s NAME.npz with NAME.json beside it) or a
-tuning database's records of one program. A config measured there gets its recorded samples
-back; one never measured, or failed there, fails here with that reason. The default's recorded
-samples stand for its replicas, split into odd and even samples, so a replayed batch has the
-noise floor the recording had. Replayed records carry a machine of their own ("replay of ..."),
-so they never mix with real measurements in a database.
+The record is a collected program (`hlotune collect`'s NAME.npz with NAME.json beside it). A
+config measured there gets its recorded samples back; one never measured, or failed there,
+fails here with that reason. The default's recorded samples stand for its replicas, split into
+odd and even samples, so a replayed batch has the noise floor the recording had. Replayed
+records carry a machine of their own ("replay of ..."), so they never mix with real
+measurements in a database.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import FAILED, OK, BatchResult, MeasureSettings, Measurement
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
-from hlotune.tuning.database import Database
 
 
 class ReplayRunner:
@@ -57,14 +56,8 @@ class ReplayRunner:
         if samples is None or len(samples) != len(healthy) + 1:
             raise HlotuneError(f"{npz}: its samples do not match the configs of {summary_path.name}")
         keys = [DEFAULT_CONFIG, *(CompileConfig.from_dict(r["config"]) for r in healthy)]
-        return cls({key: [int(round(s * runtime / np.median(row))) for s in row]
+        return cls({key: np.rint(row * runtime / np.median(row)).astype(np.int64).tolist()
                     for key, row, runtime in zip(keys, samples, runtimes)}, str(npz))
-
-    @classmethod
-    def from_database(cls, database: Database, fingerprint: str) -> ReplayRunner:
-        """The healthy records of one program in a tuning database."""
-        recorded = {r.config: list(r.samples) for r in database.records(fingerprint) if r.ok}
-        return cls(recorded, f"database records of {fingerprint}")
 
     def measure(
         self, program: str, configs: Sequence[CompileConfig], settings: MeasureSettings

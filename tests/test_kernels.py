@@ -109,7 +109,7 @@ def test_measure_profiles_apart_from_its_timed_rounds():
     default = result.defaults[0]
     assert len(default.samples_ns) == 4  # the profiled runs added no samples
     assert default.kernel_ns and set(default.kernel_ns) >= {k.name for k in kernels_of(default.hlo)}
-    assert result.defaults[1].kernel_ns == {}  # replicas are only timed
+    assert set(result.defaults[1].kernel_ns) == set(default.kernel_ns)  # a replica: the kernels' noise
 
 
 def test_an_exported_config_applies_to_the_users_own_function(tmp_path):

@@ -211,8 +211,8 @@ class Measurer:
                 if measurement.ok:
                     measurement.converged = measurement.median_halfwidth <= settings.noise_target
         if settings.profile_runs:
-            for id, measurement in results.items():
-                if measurement.ok and (id == "d0" or id.startswith("c")):
+            for id, measurement in results.items():  # the default's replicas too: the kernels' noise
+                if measurement.ok:
                     _profile(session, id, measurement, settings.profile_runs)
         defaults = [results[id] for id in ids if id.startswith("d")]
         return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults, loop)

@@ -1,9 +1,10 @@
-"""The config space of one program, flags x layouts, as independent genes: the one space that
-collection (`hlotune collect`) and tuning (`hlotune tune`) both draw from.
+"""The config space of one program, flags x layouts x kernel options, as independent genes: the
+one space that collection (`hlotune collect`) and tuning (`hlotune tune`) both draw from.
 
 Every strategy edits configs the same way: a config is a genome with one gene per XLA option,
-one per sampled HLO pass (disabled or not) and one per layout site (a minor-to-major
-permutation, or None for the compiler's choice). Independent genes are what mutation,
+one per sampled HLO pass (disabled or not), one per layout site (a minor-to-major permutation,
+or None for the compiler's choice) and one per tunable kernel (its outer-dimension partitions,
+or None for XLA's choice: the "tile" space). Independent genes are what mutation,
 crossover and Optuna's categorical parameters need. The one dependency among XLA's options
 (the fast-math sub-options mean nothing without fast math) is repaired when a genome becomes a
 config: setting a sub-option turns fast math on. So is one
@@ -28,11 +29,18 @@ from hlotune.compiler.flags import (
     SAMPLED_PASSES,
     FlagConfig,
 )
+from hlotune.compiler.kernel_config import KernelConfig
+from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.errors import HlotuneError
 
-SPACES = ("flags", "layout", "all")
-_PASS, _SITE = "pass:", "layout:"
+SPACES = ("flags", "layout", "tile", "all")
+_PASS, _SITE, _KERNEL = "pass:", "layout:", "kernel:"
+# Partitions offered per kernel: one thread, up to 8x this machine's 2 cores (XLA's own choice
+# is the default value, None).
+PARTITION_CHOICES = ((1,), (2,), (4,), (8,), (16,))
+# Library fusions (YNNPACK, oneDNN) thread themselves: XLA's partitions do not reach them.
+UNTUNABLE_KINDS = ("kCustom",)
 _ALGSIMP = "algsimp"
 
 Genome = dict[str, Any]
@@ -51,7 +59,8 @@ class SearchSpace:
     results by design (fast math, ...) are genes only with `allow_numerics_change`."""
 
     def __init__(
-        self, kind: str, layouts: LayoutSpace | None = None, *, allow_numerics_change: bool = False
+        self, kind: str, layouts: LayoutSpace | None = None, *, allow_numerics_change: bool = False,
+        kernels: list[Kernel] | None = None,
     ) -> None:
         if kind not in SPACES:
             raise HlotuneError(f"unknown space {kind!r}: use {', '.join(SPACES)}")
@@ -71,11 +80,23 @@ class SearchSpace:
                 Gene(_SITE + site.key, (None, *itertools.permutations(range(site.rank))))
                 for site in layouts.sites
             ]
+        if kind in ("tile", "all"):
+            genes += self._kernel_genes(kernels, layouts)
         self.genes: tuple[Gene, ...] = tuple(genes)
+
+    @staticmethod
+    def _kernel_genes(kernels: list[Kernel] | None, layouts: LayoutSpace | None) -> list[Gene]:
+        if kernels is None:
+            raise HlotuneError("the tile space needs the program's kernels (compiler.kernel_space)")
+        tunable = [k for k in kernels if k.kind not in UNTUNABLE_KINDS]
+        if not tunable:
+            name = layouts.program.name if layouts is not None else "the program"
+            raise HlotuneError(f"{name}: no kernel whose partitions XLA lets us choose")
+        return [Gene(_KERNEL + k.key, (None, *PARTITION_CHOICES)) for k in tunable]
 
     def config(self, genome: Genome) -> CompileConfig:
         """The config of a genome (absent genes keep their defaults)."""
-        options, passes, layouts = {}, [], {}
+        options, passes, layouts, kernels = {}, [], {}, {}
         for gene in self.genes:
             value = genome.get(gene.name, gene.values[0])
             if gene.name.startswith(_PASS):
@@ -84,6 +105,9 @@ class SearchSpace:
             elif gene.name.startswith(_SITE):
                 if value is not None:
                     layouts[gene.name.removeprefix(_SITE)] = value
+            elif gene.name.startswith(_KERNEL):
+                if value is not None:
+                    kernels[gene.name.removeprefix(_KERNEL)] = value
             elif value != gene.values[0]:
                 options[gene.name] = value
         if any(name in options for name in FAST_MATH_ONLY):
@@ -91,7 +115,7 @@ class SearchSpace:
         if any(site.startswith("e") for site in layouts) and _ALGSIMP in passes:
             passes.remove(_ALGSIMP)
         flags = FlagConfig(tuple(sorted(options.items())), tuple(sorted(passes)))
-        return CompileConfig(flags, LayoutConfig.from_dict(layouts))
+        return CompileConfig(flags, LayoutConfig.from_dict(layouts), KernelConfig(tuple(sorted(kernels.items()))))
 
     def genome(self, config: CompileConfig) -> Genome:
         """The genome of a config; HlotuneError if the config sets something outside the space."""
@@ -102,6 +126,8 @@ class SearchSpace:
             genome[_PASS + name] = True
         for site, dims in config.layout.layouts:
             genome[_SITE + site] = dims
+        for key, parts in config.kernels.partitions:
+            genome[_KERNEL + key] = parts
         names = {gene.name for gene in self.genes}
         outside = [name for name in genome if name not in names]
         if outside:

@@ -48,6 +48,7 @@ class TileConfigs:
     config_feat: np.ndarray  # (c, 24) float32
     config_runtime: np.ndarray  # (c,) int64 ns
     config_runtime_normalizers: np.ndarray  # (c,) int64 ns, runtime of the default tile config
+    config_runtime_samples: np.ndarray | None = None  # (c, s) int64 ns: hlotune's own kernels
 
 
 @dataclass

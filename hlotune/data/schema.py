@@ -206,6 +206,7 @@ CONFIG_KEYS: Mapping[str, tuple[KeySpec, ...]] = {
         KeySpec("config_runtime_normalizers", "int", ("c",),
                 "runtime in ns of the default tile configuration",
                 rules=(Bounds(low=0, low_open=True),)),
+        RUNTIME_SAMPLES,
     ),
     "layout": (
         KeySpec("node_config_ids", "int", ("nc",), "the configurable nodes",

@@ -1,0 +1,84 @@
+"""A tile folder's journal -> one TpuGraphs tile file per kernel (`FINGERPRINT.npz`), with
+`FINGERPRINT.json` beside it: the programs and families the kernel came from, its names there,
+its noise floor and XLA's own choice.
+
+The graph is the kernel's fused computation standing alone (kernels.HloText.module_of),
+featurized with the same 140 features as every hlotune graph.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hlotune.collect.tiles import KERNELS, KernelSample, TileFolder, config_features, tile_rows
+from hlotune.data.npz import write_sample
+from hlotune.data.sample import GraphSample, TileConfigs
+
+
+@dataclass(frozen=True)
+class TileSummary:
+    kernels: int  # files written
+    samples: int  # kernel-config samples in them
+    programs: int
+    families: int
+    noise_floor: float  # median over kernels of |replica / reference - 1|
+    skipped: int  # kernels with fewer than two partitionings or one sample a row
+
+
+def write_tile_files(folder: Path) -> TileSummary:
+    """(Re)write every kernel's files from the folder's journal."""
+    from hlotune.hlo.featurize import featurize
+    from hlotune.hlo.sources import from_text
+
+    store = TileFolder(folder)
+    by_kernel: dict[str, list[KernelSample]] = defaultdict(list)
+    for sample in store.samples:
+        by_kernel[sample.fingerprint].append(sample)
+    written, samples, noise, skipped = 0, 0, [], 0
+    for fingerprint, kernel_samples in sorted(by_kernel.items()):
+        parts, runtimes, normalizer = tile_rows(kernel_samples)
+        if len(parts) < 2 or runtimes.shape[1] < 2:
+            skipped += 1
+            continue
+        text = (folder / KERNELS / f"{fingerprint}.hlo").read_text()
+        graph = featurize(from_text(text), progress=False)
+        xla = kernel_samples[0].xla
+        configs = TileConfigs(
+            config_feat=config_features(parts, xla),
+            config_runtime=np.median(runtimes, axis=1).round().astype(np.int64),
+            config_runtime_normalizers=np.full(len(parts), normalizer, dtype=np.int64),
+            config_runtime_samples=runtimes,
+        )
+        write_sample(folder / f"{fingerprint}.npz", GraphSample(graph, configs, fingerprint, f"kernel {fingerprint}"))
+        replicas = [abs(s.ns / s.default_ns - 1) for s in kernel_samples if s.replica]
+        if replicas:
+            noise.append(statistics.median(replicas))
+        (folder / f"{fingerprint}.json").write_text(json.dumps(_card(fingerprint, kernel_samples, parts, replicas), indent=1))
+        written += 1
+        samples += runtimes.size
+    programs = {s.program for s in store.samples}
+    return TileSummary(written, samples, len(programs), len({family_of(p) for p in programs}),
+                       float(np.median(noise)) if noise else float("nan"), skipped)
+
+
+def family_of(program: str) -> str:
+    return program.partition("@")[0]
+
+
+def _card(fingerprint: str, samples: list[KernelSample], parts: list, replicas: list[float]) -> dict:
+    return {
+        "fingerprint": fingerprint,
+        "programs": sorted({s.program for s in samples}),
+        "families": sorted({family_of(s.program) for s in samples}),
+        "names": sorted({s.name for s in samples}),
+        "xla_partitions": list(samples[0].xla),
+        "partitionings": [list(p) for p in parts],
+        "samples": len(samples),
+        "noise_floor": statistics.median(replicas) if replicas else None,
+    }

@@ -2,6 +2,7 @@
 it is measured): every program collected in both spaces, then its data card.
 
     python -m hlotune.collect.builtin -t 60    # for an hour at most (needs the [corpus] extra)
+    python -m hlotune.collect.builtin --tile -t 60    # the tile collection (collect/tiles.py)
 
 Resumable: a finished program is skipped, a program stopped mid-way resumes at its last batch,
 and the same seed draws the same configs. Measure with the machine otherwise quiet.
@@ -18,11 +19,14 @@ from collections import Counter
 import numpy as np
 
 from hlotune.collect.collector import CollectSettings, collect
+from hlotune.collect.tile_files import TileSummary, write_tile_files
+from hlotune.collect.tiles import TileSettings, collect_tiles
 from hlotune.data.builtin import EDITION, Edition
 from hlotune.data.npz import read_sample
 
 SAMPLES, SEED, BATCH = 30, 0, 16
 SPACES = ("flags", "layout")
+TILE_SETTINGS = TileSettings(seed=SEED)
 
 
 def build(edition: Edition, minutes: float | None = None) -> None:
@@ -39,6 +43,25 @@ def build(edition: Edition, minutes: float | None = None) -> None:
             print(f"{space}/{split} {spec}: {result.configs} configs, noise floor "
                   f"{result.noise_floor:.1%}, spread {result.spread:.2f}x, {result.seconds:.0f} s"
                   + (" (collected before)" if result.resumed else ""), flush=True)
+        write_datacard(edition)
+
+
+def build_tiles(edition: Edition, minutes: float | None = None) -> None:
+    """The tile collection, program by program in the edition's order, each split's files and
+    the data card rewritten after each program."""
+    deadline = None if minutes is None else time.monotonic() + 60 * minutes
+    for split, spec in edition.order(family_seconds(edition)):
+        if deadline is not None and time.monotonic() > deadline:
+            print(f"stopped after {minutes:g} minutes; run again to go on", flush=True)
+            break
+        folder = edition.root / "tile" / split
+        result = collect_tiles(spec, TILE_SETTINGS, folder, progress=False)
+        if result.resumed and not result.samples:
+            continue
+        summary = write_tile_files(folder)
+        print(f"tile/{split} {spec}: {result.kernels} kernels ({result.new_kernels} new), "
+              f"{result.samples} samples, {result.failed} failed configs, {result.seconds:.0f} s; "
+              f"split: {summary.kernels} kernels, {summary.samples} samples", flush=True)
         write_datacard(edition)
 
 
@@ -107,9 +130,39 @@ def write_datacard(edition: Edition) -> None:
             ),
             "",
         ]
+    lines += _tile_section(edition)
     if machines:  # a collection spanning sessions may span machines: each graph's JSON says which
         lines.insert(3, "Machines: " + "; ".join(f"{m} ({n} graphs)" for m, n in machines.most_common()) + ".")
     (edition.root / "DATACARD.md").write_text("\n".join(lines) + "\n")
+
+
+def _tile_section(edition: Edition) -> list[str]:
+    """The tile collection's counts per split, read off its kernels' cards."""
+    summaries = {split: write_tile_files(edition.root / "tile" / split) for split in edition.splits
+                 if (edition.root / "tile" / split).is_dir()}
+    if not summaries:
+        return []
+    total = TileSummary(*(sum(getattr(s, f) for s in summaries.values()) for f in ("kernels", "samples", "programs", "families")),
+                        float(np.nanmedian([s.noise_floor for s in summaries.values()])), 0)
+    settings = TILE_SETTINGS
+    return [
+        f"## tile: {total.kernels} kernels, {total.samples} kernel-config samples, from {total.programs} programs",
+        "",
+        f"Measured by `python -m hlotune.collect.builtin --tile` (collect/tiles.py): per program "
+        f"{settings.configs} configs, each giving every tunable kernel its own outer-dimension "
+        f"partitions (balanced draws), {settings.profile_runs} profiled runs each; a sample is a "
+        "kernel's median time relative to XLA's own choice in the same batch. A kernel (by its "
+        f"fingerprint) sampled {settings.enough} times in a split is left at XLA's choice later; "
+        f"kernels under {settings.min_kernel_ns / 1e3:g} us under XLA's choice are not labelled. "
+        f"Noise floor: a default replica's kernel time against the reference's, median over "
+        f"kernels ({total.noise_floor:.1%}).",
+        "",
+        "| split | kernels | samples | programs | families | noise floor |",
+        "|---|---|---|---|---|---|",
+        *(f"| {split} | {s.kernels} | {s.samples} | {s.programs} | {s.families} | {s.noise_floor:.1%} |"
+          for split, s in summaries.items()),
+        "",
+    ]
 
 
 def _summaries(edition: Edition, space: str) -> list[tuple[str, dict, float]]:
@@ -125,8 +178,9 @@ def _summaries(edition: Edition, space: str) -> list[tuple[str, dict, float]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-t", "--minutes", type=float, help="start no program after this long")
+    parser.add_argument("--tile", action="store_true", help="the tile collection (kernels), not flags and layout")
     args = parser.parse_args(argv)
-    build(EDITION, args.minutes)
+    (build_tiles if args.tile else build)(EDITION, args.minutes)
     return 0
 
 

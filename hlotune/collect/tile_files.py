@@ -32,7 +32,9 @@ class TileSummary:
 
 
 def write_tile_files(folder: Path) -> TileSummary:
-    """(Re)write every kernel's files from the folder's journal."""
+    """Write each kernel's files from the folder's journal; a kernel whose card already counts
+    all of its samples is left as it is (featurizing thousands of kernels again after every
+    program would cost minutes)."""
     from hlotune.hlo.featurize import featurize
     from hlotune.hlo.sources import from_text
 
@@ -40,11 +42,18 @@ def write_tile_files(folder: Path) -> TileSummary:
     by_kernel: dict[str, list[KernelSample]] = defaultdict(list)
     for sample in store.samples:
         by_kernel[sample.fingerprint].append(sample)
-    written, samples, noise, skipped = 0, 0, [], 0
+    kernels, samples, noise, skipped = 0, 0, [], 0
     for fingerprint, kernel_samples in sorted(by_kernel.items()):
         parts, runtimes, normalizer = tile_rows(kernel_samples)
         if len(parts) < 2 or runtimes.shape[1] < 2:
             skipped += 1
+            continue
+        replicas = [abs(s.ns / s.default_ns - 1) for s in kernel_samples if s.replica]
+        noise += [statistics.median(replicas)] if replicas else []
+        kernels, samples = kernels + 1, samples + runtimes.size
+        card = _card(fingerprint, kernel_samples, parts, replicas)
+        card_path = folder / f"{fingerprint}.json"
+        if card_path.exists() and json.loads(card_path.read_text()) == card:
             continue
         text = (folder / KERNELS / f"{fingerprint}.hlo").read_text()
         graph = featurize(from_text(text), progress=False)
@@ -56,14 +65,9 @@ def write_tile_files(folder: Path) -> TileSummary:
             config_runtime_samples=runtimes,
         )
         write_sample(folder / f"{fingerprint}.npz", GraphSample(graph, configs, fingerprint, f"kernel {fingerprint}"))
-        replicas = [abs(s.ns / s.default_ns - 1) for s in kernel_samples if s.replica]
-        if replicas:
-            noise.append(statistics.median(replicas))
-        (folder / f"{fingerprint}.json").write_text(json.dumps(_card(fingerprint, kernel_samples, parts, replicas), indent=1))
-        written += 1
-        samples += runtimes.size
+        card_path.write_text(json.dumps(card, indent=1))
     programs = {s.program for s in store.samples}
-    return TileSummary(written, samples, len(programs), len({family_of(p) for p in programs}),
+    return TileSummary(kernels, samples, len(programs), len({family_of(p) for p in programs}),
                        float(np.median(noise)) if noise else float("nan"), skipped)
 
 

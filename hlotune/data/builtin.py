@@ -1,7 +1,7 @@
-"""The built-in dataset: hlotune's own `flags` and `layout` collections, measured here.
+"""The built-in dataset: hlotune's own `flags`, `layout` and `tile` collections, measured here.
 
-Addressed as `builtin:flags` or `builtin:layout`, optionally with `/train`, `/valid` or
-`/test`. Splits are by architecture family, so no family is in two splits and validation
+Addressed as `builtin:flags`, `builtin:layout` or `builtin:tile`, optionally with `/train`,
+`/valid` or `/test`. Splits are by architecture family, so no family is in two splits and validation
 measures generalisation to unseen architectures. Regenerate it (resumable) with
 `python -m hlotune.collect.builtin`; DATACARD.md beside the files says how it was measured.
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 from hlotune.errors import HlotuneError
 
 PREFIX = "builtin:"
+COLLECTIONS = ("flags", "layout", "tile")
 SLOW = 3.0  # a family over this many times the median family's seconds per program waits
 
 
@@ -90,8 +91,8 @@ def resolve(spec: str | Path) -> Path:
     if not text.startswith(PREFIX):
         return Path(spec)
     collection, _, split = text.removeprefix(PREFIX).partition("/")
-    if collection not in ("flags", "layout") or (split and split not in SPLITS):
-        raise HlotuneError(f"unknown built-in dataset {text!r}: use builtin:flags|layout[/train|valid|test]")
+    if collection not in COLLECTIONS or (split and split not in SPLITS):
+        raise HlotuneError(f"unknown built-in dataset {text!r}: use builtin:{'|'.join(COLLECTIONS)}[/train|valid|test]")
     folder = ROOT / collection / split if split else ROOT / collection
     if not folder.is_dir():
         raise HlotuneError(f"{text}: not collected in this installation ({folder} is missing)")

@@ -102,7 +102,11 @@ def test_exploration_lets_a_share_of_each_later_batch_escape_the_model():
 class _HatesDotFusion(CostModel):
     """A prior sure that XNNPACK's dot fusion is slow, as edition 2's training families are."""
 
+    def __init__(self) -> None:
+        self.ranked = 0  # configs it was asked about
+
     def predict(self, configs):
+        self.ranked += len(configs)
         return np.array([float(_dot_fusion(config)) for config in configs])
 
 
@@ -113,17 +117,19 @@ def _dot_fusion(config: CompileConfig) -> bool:
 def test_the_first_generation_is_drawn_as_it_comes_so_the_program_can_contradict_its_prior():
     """Ranked by the prior, no config of the first generation has the option the prior hates
     (random configs carry it one time in 13); drawn unranked, as by default, some have, and
-    the online model and evolution can learn what it does to this program."""
+    the online model and evolution can learn what it does to this program. A batch drawn wholly
+    at random is not ranked at all: the ranking would be thrown away."""
     space = SearchSpace("flags")
-    firsts = {}
+    firsts, models = {}, {}
     for share in (0.0, 1.0):
-        firsts[share] = []
+        firsts[share], models[share] = [], _HatesDotFusion()
         for seed in range(10):
-            strategy = Evolutionary(space, seed, cost_model=_HatesDotFusion(), explore_first=share)
+            strategy = Evolutionary(space, seed, cost_model=models[share], explore_first=share)
             strategy.tell([Trial(DEFAULT_CONFIG, 1.0)])
             firsts[share] += strategy.ask(8)
     assert not any(map(_dot_fusion, firsts[0.0]))
     assert any(map(_dot_fusion, firsts[1.0]))
+    assert (models[0.0].ranked, models[1.0].ranked) == (10 * 8 * 8, 0)  # 8x candidates, or none
 
 
 def test_configs_that_won_elsewhere_are_tried_first(tmp_path):

@@ -169,7 +169,8 @@ class Evolutionary(Strategy):
     fastest, as Ansor and MetaSchedule do: the model is cheap, measurements are not. A share
     `explore` of each batch is drawn from the other candidates at random (epsilon-greedy), so a
     model that is wrong about this program cannot keep the search from what it misjudges. In
-    the first generation that share is `explore_first`, by default all of it: a prior can be
+    the first generation that share is `explore_first`, by default all of it, so the model is
+    not asked there (a batch drawn wholly at random is `n` random configs): a prior can be
     wrong about the one option a program needs (XNNPACK's library fusions,
     `xla_cpu_experimental_ynn_fusion_type`, slowed edition 2's training programs by 3-20% on
     the median and sped several held-out ones up 1.2-1.4x), and a first generation ranked by
@@ -190,9 +191,11 @@ class Evolutionary(Strategy):
         self._explore, self._explore_first = explore, explore_first
 
     def ask(self, n: int) -> list[CompileConfig]:
-        wanted = n * self._pool if self._cost_model is not None else n
         parents = self._parents()
         evolve = len(parents) >= self._population
+        share = self._explore if evolve else self._explore_first
+        ranks = self._cost_model is not None and share < 1.0  # random() < 1.0: all explored
+        wanted = n * self._pool if ranks else n
         candidates: dict[CompileConfig, None] = {}
         for _ in range(50 * wanted):
             if len(candidates) == wanted:
@@ -201,10 +204,9 @@ class Evolutionary(Strategy):
             if config not in self._asked:
                 candidates[config] = None
         chosen = list(candidates)
-        if self._cost_model is not None and len(chosen) > n:
+        if ranks and len(chosen) > n:
             scores = np.asarray(self._cost_model.predict(chosen), dtype=np.float64)
             ranked = [chosen[i] for i in np.argsort(scores, kind="stable")]
-            share = self._explore if evolve else self._explore_first
             explored = sum(self._rng.random() < share for _ in range(n))
             chosen = ranked[: n - explored] + self._rng.sample(ranked[n - explored:], explored)
         return [config for config in chosen if self._fresh(config)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from hlotune.compiler.flags import DEFAULT_FLAGS, FlagConfig
@@ -56,3 +57,23 @@ class CompileConfig:
 
 
 DEFAULT_CONFIG = CompileConfig()
+
+
+def load_config(config: CompileConfig | dict | str | Path) -> CompileConfig:
+    """A config given as itself, its dict, JSON text, or a JSON file; a dict holding "config"
+    (what `hlotune db export --format json` prints) gives that."""
+    if isinstance(config, CompileConfig):
+        return config
+    if isinstance(config, Path) or (isinstance(config, str) and not config.lstrip().startswith("{")):
+        try:
+            config = Path(config).read_text()
+        except OSError as error:
+            raise HlotuneError(f"cannot read the config {config}: {error.strerror}") from None
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError as error:
+            raise HlotuneError(f"the config is not JSON: {error}") from None
+    if not isinstance(config, dict):
+        raise HlotuneError(f"a config is a JSON object, got {type(config).__name__}")
+    return CompileConfig.from_dict(config.get("config", config))

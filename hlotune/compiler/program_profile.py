@@ -42,6 +42,8 @@ class ProgramProfile:
 def profile_program(program: str, config: CompileConfig = DEFAULT_CONFIG, *, runs: int = 10,
                     settings: MeasureSettings = MeasureSettings(rounds=5)) -> ProgramProfile:
     """Time `program` under `config`, then profile `runs` calls of it."""
+    if runs < 1:
+        raise HlotuneError(f"--runs must be at least 1, got {runs}")
     settings = MeasureSettings(**{**asdict(settings), "profile_runs": runs})
     result = measure(program, [] if config.is_default else [config], settings)
     measured = result.defaults[0] if config.is_default else result.measurements[0]

@@ -9,11 +9,10 @@ config (`hlotune db export --format json`) to the user's own function, without t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.config import CompileConfig, load_config
 from hlotune.compiler.hook import compile_config as compile_lowered
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
@@ -45,20 +44,4 @@ def compiled(fn: Callable, *args, config: CompileConfig | dict | str | Path) -> 
     """`fn` compiled for arguments shaped like `args` with `config`: a CompileConfig, its dict,
     or what `hlotune db export --format json` printed (the JSON text, a file of it, or its
     parsed dict, whose "config" is used)."""
-    return compile_config(Program(getattr(fn, "__name__", "function"), fn, args), _config_of(config))
-
-
-def _config_of(config: CompileConfig | dict | str | Path) -> CompileConfig:
-    if isinstance(config, CompileConfig):
-        return config
-    if isinstance(config, Path) or (isinstance(config, str) and not config.lstrip().startswith("{")):
-        try:
-            config = Path(config).read_text()
-        except OSError as error:
-            raise HlotuneError(f"cannot read the config {config}: {error.strerror}") from None
-    if isinstance(config, str):
-        try:
-            config = json.loads(config)
-        except json.JSONDecodeError as error:
-            raise HlotuneError(f"the config is not JSON: {error}") from None
-    return CompileConfig.from_dict(config.get("config", config))
+    return compile_config(Program(getattr(fn, "__name__", "function"), fn, args), load_config(config))

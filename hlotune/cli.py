@@ -352,7 +352,7 @@ def _zoo_list(args: argparse.Namespace) -> int:
     from importlib.metadata import version
 
     from hlotune.programs.corpus import CORPUS
-    from hlotune.programs.zoo import corpus_variants, zoo_variants
+    from hlotune.programs.variants import corpus_variants, zoo_variants
     from hlotune.zoo import WORKLOADS
 
     rows = [("zoo", name, workload, "hlotune", version("hlotune"), zoo_variants(name))

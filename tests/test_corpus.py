@@ -20,7 +20,7 @@ from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import is_program_spec, load_program
 from hlotune.programs.corpus import CORPUS
-from hlotune.programs.zoo import BF16_SUFFIX, _parse_variant
+from hlotune.programs.variants import BF16_SUFFIX, _parse_variant
 
 
 def need(module: str):

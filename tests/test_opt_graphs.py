@@ -1,10 +1,13 @@
-"""GO-scale graphs (hlotune.opt.graphs), the shipped pretrained policy and the fusion head.
+"""GO-scale graphs (hlotune.programs.go), the shipped pretrained policy and the fusion head.
 
 Graphs are built at size tiny (a few hundred ops); the pretrained policy is applied zero-shot
 to a graph it was not trained on. Step times are the simulator's."""
 
 from __future__ import annotations
 
+import json
+
+import jax
 import numpy as np
 import pytest
 
@@ -12,10 +15,11 @@ from hlotune.errors import HlotuneError
 from hlotune.opt.baselines import greedy_fusion, metis_placement, random_placement
 from hlotune.opt.commands import PRETRAINED_DIR, load_graphs, policy_folder
 from hlotune.opt.device import DeviceModel
-from hlotune.opt.graphs import GO_WORKLOADS, load_go_program
 from hlotune.opt.policy import GOPolicy
 from hlotune.opt.ppo import Problem, search
 from hlotune.opt.simulator import honoured_fusion
+from hlotune.programs import is_program_spec, load_program
+from hlotune.programs.go import GO_WORKLOADS
 
 GO_GRAPHS = ("rnnlm", "nmt", "txl", "inception", "amoebanet", "wavenet")
 
@@ -51,8 +55,24 @@ def test_go_graph_builds_a_valid_op_graph(name):
     assert graph.flops.sum() > 0 and (graph.launches > 0).sum() > n // 4
 
 
-def test_training_variant_adds_the_backward_pass_and_arguments_are_shapes_only():
-    inference, train = (load_go_program(f"go:rnnlm@tiny{v}") for v in ("", "-train"))
+def test_go_specs_resolve_through_the_common_registry_with_runnable_arguments():
+    assert is_program_spec("go:rnnlm@tiny")
+    program = load_program("go:rnnlm@tiny")
+    assert program.name == "go:rnnlm@tiny" and program.slug == "rnnlm@tiny"
+    assert all(isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(program.args))
+    assert np.isfinite(np.asarray(jax.jit(program.fn)(*program.args))).all()
+
+
+def test_featurize_cli_builds_a_go_graph(cli):
+    result = cli("featurize", "go:rnnlm@tiny", "--json")
+    assert result.returncode == 0, result.stderr
+    graph = json.loads(result.stdout)
+    assert graph["path"] == "rnnlm@tiny" and graph["valid"]
+    assert graph["nodes"] > 40 and graph["edges"] >= graph["nodes"] - 1
+
+
+def test_training_variant_adds_the_backward_pass_and_abstract_arguments_are_shapes_only():
+    inference, train = (load_program(f"go:rnnlm@tiny{v}", abstract=True) for v in ("", "-train"))
     assert len(train.args) == 4 and len(inference.args) == 2
     assert all(not hasattr(leaf, "device") for leaf in inference.args[1:])  # ShapeDtypeStruct
     sizes = [load_graphs(f"go:rnnlm@tiny{v}")[0][1].num_ops for v in ("", "-train")]
@@ -65,7 +85,7 @@ def test_training_variant_adds_the_backward_pass_and_arguments_are_shapes_only()
 ])
 def test_bad_go_specs_are_user_errors(spec, message):
     with pytest.raises(HlotuneError, match=message):
-        load_go_program(spec)
+        load_program(spec)
 
 
 def test_pretrained_policy_ships_and_places_an_unseen_graph_on_2_4_8_devices(pretrained, unseen):

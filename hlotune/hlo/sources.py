@@ -77,10 +77,11 @@ def _read_bytes(path: Path) -> bytes:
 
 def load_samples(source: str, *, optimized: bool = False, extended: bool = False,
                  progress: bool = True) -> list[GraphSample]:
-    """Featurize a program spec (`zoo:NAME[@VARIANT]`, `file.py:FACTORY`), an HLO text file or
-    a `.pb`: one GraphSample per module, with the configs a raw record carries."""
+    """Featurize a program spec (hlotune.programs: `zoo:NAME[@VARIANT]`, `go:NAME[@VARIANT]`,
+    `file.py:FACTORY`...), an HLO text file or a `.pb`: one GraphSample per module, with the
+    configs a raw record carries."""
     if is_program_spec(source):
-        program = load_program(source)
+        program = load_program(source, abstract=True)
         graph = from_jax(program.fn, *program.args, optimized=optimized, name=program.slug)
         named = [(program.slug, ModuleRecord(graph, None))]
     else:

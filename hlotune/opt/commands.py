@@ -69,7 +69,8 @@ def add_commands(subparsers) -> None:
             "and the baselines, with speedups and search time.",
         )
         command.add_argument("graph", metavar="PROGRAM_OR_GRAPH",
-                             help="zoo:NAME[@VARIANT], file.py:FACTORY, HLO text or a .pb")
+                             help="zoo:, corpus: or go:NAME[@VARIANT], file.py:FACTORY, HLO "
+                             "text or a .pb")
         command.add_argument("--devices", type=int, required=True, metavar="N",
                              help="simulated identical devices (DeviceModel.uniform)")
         command.add_argument("--policy", type=policy_folder, metavar="DIR",
@@ -238,15 +239,14 @@ def learning_curve(logs, per_round: int) -> dict[str, list[float]]:
 
 
 def load_graphs(source: str) -> list[tuple[str, OpGraph]]:
-    """(name, op graph) of each module in a program spec (zoo:, go: or file.py:FACTORY), HLO
-    text file or .pb."""
+    """(name, op graph) of each module in a program spec (hlotune.programs: zoo:, go:,
+    file.py:FACTORY...), HLO text file or .pb."""
     from hlotune.hlo.sources import from_jax, read_file
     from hlotune.opt.costs import op_graph
-    from hlotune.opt.graphs import GO_PREFIX, load_go_program
     from hlotune.programs import is_program_spec, load_program
 
-    if source.startswith(GO_PREFIX) or is_program_spec(source):
-        program = (load_go_program if source.startswith(GO_PREFIX) else load_program)(source)
+    if is_program_spec(source):
+        program = load_program(source, abstract=True)
         graph = op_graph(from_jax(program.fn, *program.args, name=program.name))
         return [(program.name, graph)]
     records = read_file(source)[1]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 ZOO_PREFIX = "zoo:"
 CORPUS_PREFIX = "corpus:"
+GO_PREFIX = "go:"
 EXPORT_PREFIX = "export:"
 
 
@@ -24,8 +25,9 @@ class Program:
 
 def slug_of(name: str) -> str:
     """A short file-name-safe name for a program spec: `resnet@small-train`, `hf-bert@tiny` for
-    corpus:hf-bert@tiny, `model_make` for model.py:make, the file's stem for export:PATH."""
-    for prefix in (ZOO_PREFIX, CORPUS_PREFIX):
+    corpus:hf-bert@tiny, `rnnlm@tiny` for go:rnnlm@tiny, `model_make` for model.py:make, the
+    file's stem for export:PATH."""
+    for prefix in (ZOO_PREFIX, CORPUS_PREFIX, GO_PREFIX):
         if name.startswith(prefix):
             return name.removeprefix(prefix)
     if name.startswith(EXPORT_PREFIX):

@@ -43,7 +43,8 @@ def add_commands(subparsers) -> None:
         "floor. Every measurement goes to the tuning database: re-running resumes without "
         "measuring anything twice.",
     )
-    tune.add_argument("program", metavar="PROGRAM", help="zoo:NAME[@VARIANT] or path/to/file.py:FACTORY")
+    tune.add_argument("program", metavar="PROGRAM", help="zoo:, corpus: or go:NAME[@VARIANT], "
+                      "path/to/file.py:FACTORY or export:PATH")
     tune.add_argument("--space", choices=SPACES, default="flags")
     tune.add_argument("--budget", type=int, default=32, metavar="N",
                       help="configs to evaluate, the default included (default 32)")

@@ -26,7 +26,7 @@ class Workload:
     """A real architecture at several sizes. `sizes` maps a size name to `init`'s keywords;
     each has `batch`, so a caller can build other batch shapes with `size | {"batch": n}`.
     Zoo workloads are f32 programs with a loss (the variant grammar reads `trainable` and
-    `bf16`, hlotune.programs.zoo)."""
+    `bf16`, hlotune.programs.variants)."""
 
     name: str
     description: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hlotune.programs.corpus import haiku_nets, hf, md, mjx
 from hlotune.programs.corpus.base import CorpusModel
 from hlotune.programs.program import CORPUS_PREFIX, Program
-from hlotune.programs.zoo import resolve_workload
+from hlotune.programs.variants import resolve_workload
 
 CORPUS: dict[str, CorpusModel] = {model.name: model for module in (hf, haiku_nets, md, mjx) for model in module.MODELS}
 

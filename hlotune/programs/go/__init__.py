@@ -20,12 +20,10 @@ from functools import partial
 
 import jax
 
-from hlotune.opt.graphs import conv, rnn, transformer_xl, wavenet
-from hlotune.programs import Program
-from hlotune.programs.zoo import resolve_workload
+from hlotune.programs.go import conv, rnn, transformer_xl, wavenet
+from hlotune.programs.program import GO_PREFIX, Program
+from hlotune.programs.variants import resolve_workload
 from hlotune.zoo.base import Workload
-
-GO_PREFIX = "go:"
 
 GO_WORKLOADS: dict[str, Workload] = {
     w.name: w
@@ -34,12 +32,15 @@ GO_WORKLOADS: dict[str, Workload] = {
 }
 
 
-def load_go_program(spec: str) -> Program:
-    """The program of a `go:NAME[@SIZE[-bBATCH][-train]]` spec (default size: tiny), with
-    abstract arguments (jax.ShapeDtypeStruct): the simulator needs only the graph, and making
-    real parameters for the large sizes takes minutes of random-number kernels."""
+def load_go_program(spec: str, *, abstract: bool = False) -> Program:
+    """The program of a `go:NAME[@SIZE[-bBATCH][-train]]` spec (default size: tiny). With
+    `abstract`, its arguments are shapes (jax.ShapeDtypeStruct): the simulator and the
+    featurizer need only the graph, and making real parameters for the large sizes takes
+    minutes of random-number kernels."""
     resolved = resolve_workload(spec, GO_PREFIX, GO_WORKLOADS, "GO graph")
     workload, name, train = resolved.workload, resolved.name, resolved.train
+    if not abstract:
+        return Program(name, *workload.program(resolved.size, train=train, batch=resolved.batch))
     shape = dict(workload.sizes[resolved.size]) | ({"batch": resolved.batch} if resolved.batch else {})
     params, x, y = jax.eval_shape(partial(workload.init, **shape), jax.random.PRNGKey(0))
     if not train:

@@ -1,6 +1,7 @@
-"""`zoo:NAME[@SIZE[-bBATCH][-train][-bf16]]`: the built-in workloads, and the variant grammar
-that GO's graphs (`go:`) and the corpus (`corpus:`) share. A workload offers `-train` where it
-has a loss (`trainable`) and `-bf16` where it runs in bfloat16 (`bf16`); the zoo's are f32."""
+"""The variant grammar `PREFIX NAME[@SIZE[-bBATCH][-train][-bf16]]` that the zoo (`zoo:`), the
+corpus (`corpus:`) and GO's graphs (`go:`) share, each resolving against its own table of
+workloads. A workload offers `-train` where it has a loss (`trainable`) and `-bf16` where it
+runs in bfloat16 (`bf16`); the zoo's and GO's are f32."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from hlotune.errors import HlotuneError
-from hlotune.programs.program import ZOO_PREFIX, Program
 
 TRAIN_SUFFIX = "-train"
 BF16_SUFFIX = "-bf16"
@@ -58,14 +58,6 @@ def resolve_workload(spec: str, prefix: str, workloads: Mapping[str, Any], kind:
             f"{', '.join(known)} (SIZE[-bBATCH][-train][-bf16])"
         )
     return WorkloadVariant(f"{prefix}{name}@{variant}", workload, size, batch, train, bf16)
-
-
-def load_zoo_program(spec: str) -> Program:
-    from hlotune.zoo import WORKLOADS
-
-    resolved = resolve_workload(spec, ZOO_PREFIX, WORKLOADS, "zoo program")
-    fn, args = resolved.workload.program(resolved.size, train=resolved.train, batch=resolved.batch)
-    return Program(resolved.name, fn, args)
 
 
 def _variants(workload) -> list[str]:

@@ -34,7 +34,9 @@ from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.compiled import compile_config
 from hlotune.tuning.database import Decision, TuningDatabase
 from hlotune.tuning.cost_model import CostModel, ScorerCostModel
+from hlotune.tuning.autotune import autotune
 from hlotune.tuning.fingerprint import program_fingerprint
+from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial, make_strategy
 from hlotune.tuning.tuner import Tuner, tune
 
@@ -317,6 +319,33 @@ def test_the_commands_offer_what_the_modules_implement():
     assert commands.SPACES == space.SPACES
     assert commands.STRATEGIES == strategies.STRATEGIES
     assert commands.FORMATS == database.EXPORT_FORMATS
+
+
+def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_path):
+    with pytest.raises(TypeError, match="budgte"):
+        TuneOptions(budgte=8)
+    with pytest.raises(TypeError):
+        TuneOptions("flags")  # no position for a reordered field to swap
+    bad = {"space": "tiles", "budget": 0, "time_s": -1.0, "batch": 0, "fine_tune_every": 0,
+           "warm_start": -1, "strategy": "annealing"}
+    for field, value in bad.items():
+        with pytest.raises(HlotuneError, match=rf"^{field} "):
+            TuneOptions(**{field: value})
+    with pytest.raises(HlotuneError, match="^budget or time_s "):
+        TuneOptions(budget=None)
+    with pytest.raises(HlotuneError, match="^rounds "):
+        TuneOptions(settings=MeasureSettings(rounds=0))
+    with pytest.raises(HlotuneError, match="^model "):
+        TuneOptions(strategy="random", model="baseline:analytical")
+    assert TuneOptions(strategy="random").ranking_model is None  # the default ranks evolutionary only
+    # tune() and @autotune check their keywords before anything is exported, loaded or measured
+    with pytest.raises(TypeError, match="budgte"):
+        tune("zoo:no-such-program", budgte=8, db_path=tmp_path / "t.sqlite")
+    with pytest.raises(HlotuneError, match="^batch "):
+        tune("zoo:no-such-program", options=TuneOptions(budget=8), batch=0)
+    with pytest.raises(HlotuneError, match="^budget "):
+        autotune(budget=0)
+    assert not (tmp_path / "t.sqlite").exists()
 
 
 def test_a_replay_runner_tunes_from_recorded_measurements(tmp_path):

@@ -61,14 +61,15 @@ class MeasureSettings:
     profile_runs: int = 0  # profiled calls per config after its timed rounds (0: none)
 
     def __post_init__(self) -> None:
-        if self.rounds < 1 or self.repeats < 1 or self.default_replicas < 1:
-            raise HlotuneError("rounds, repeats and default replicas must be at least 1")
+        for name in ("rounds", "repeats", "default_replicas"):
+            if getattr(self, name) < 1:
+                raise HlotuneError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.profile_runs < 0:
             raise HlotuneError(f"profile_runs must not be negative, got {self.profile_runs}")
         if self.noise_target is not None and not self.noise_target > 0:
-            raise HlotuneError(f"the noise target must be positive, got {self.noise_target}")
+            raise HlotuneError(f"noise_target must be positive, got {self.noise_target}")
         if self.rtol is not None and not self.rtol > 0:
-            raise HlotuneError(f"the output tolerance (rtol) must be positive, got {self.rtol}")
+            raise HlotuneError(f"rtol (the output tolerance) must be positive, got {self.rtol}")
 
 
 @dataclass

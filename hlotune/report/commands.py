@@ -77,15 +77,15 @@ def _last_json(text: str, path: Path) -> object:
 
 def _tuning_page(args: argparse.Namespace):
     from hlotune.report.tuning import tuning_report
-    from hlotune.tuning.commands import _database, _fingerprint
+    from hlotune.tuning.commands import open_database, resolve_fingerprint
 
-    with _database(args) as db:
+    with open_database(args.db) as db:
         if args.program is None:
             fingerprints = [entry.fingerprint for entry in db.programs()]
             if not fingerprints:
                 raise HlotuneError(f"{db.path}: nothing measured on this machine yet")
         else:
-            fingerprints = [_fingerprint(db, args.program)]
+            fingerprints = [resolve_fingerprint(db, args.program)]
             if not db.records(fingerprints[0]):
                 raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
         page = tuning_report(db, fingerprints)

@@ -10,6 +10,7 @@ from hlotune.lazy import lazy_attributes
 
 _API = {
     "tune": ("hlotune.tuning.tuner", "tune"),
+    "TuneOptions": ("hlotune.tuning.options", "TuneOptions"),
     "TuneResult": ("hlotune.tuning.tuner", "TuneResult"),
     "TuningDatabase": ("hlotune.tuning.database", "TuningDatabase"),
     "program_fingerprint": ("hlotune.tuning.fingerprint", "program_fingerprint"),

@@ -27,6 +27,7 @@ from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 from hlotune.tuning.database import TuningDatabase, default_db_path
+from hlotune.tuning.options import TuneOptions
 
 DATABASE, TUNED, JIT = "database", "tuned", "jit"
 
@@ -49,17 +50,14 @@ class _Entry:
 class Autotuned:
     """`fn` with a config per argument signature, resolved on first use (see the module)."""
 
-    def __init__(self, fn: Callable, *, space: str, budget: int, tune_on_first_call: bool,
-                 db: str | Path | None, tune_options: dict[str, Any]) -> None:
+    def __init__(self, fn: Callable, *, options: TuneOptions, tune_on_first_call: bool,
+                 db: str | Path | None, progress: bool) -> None:
         import jax
 
-        if "runner" in tune_options:
-            raise HlotuneError("@autotune tunes for the machine it runs on: it takes no runner")
         functools.update_wrapper(self, fn)
         self._fn, self._jitted = fn, jax.jit(fn)
         self._db = Path(db or default_db_path())
-        self._tune_on_first_call = tune_on_first_call
-        self._tune_options = {"space": space, "budget": budget} | tune_options
+        self._tune_on_first_call, self._options, self._progress = tune_on_first_call, options, progress
         self._entries: dict[Any, _Entry] = {}
 
     def __call__(self, *args, **kwargs):
@@ -93,12 +91,13 @@ class Autotuned:
         decision = None
         if self._db.is_file():
             with TuningDatabase(self._db) as db:
-                allowed = self._tune_options.get("allow_numerics_change", False)
-                decision = db.best(fingerprint, allow_numerics_change=allowed)
+                decision = db.best(fingerprint,
+                                   allow_numerics_change=self._options.allow_numerics_change)
         if decision is not None:
             return self._compiled(program, Choice(decision.chosen, DATABASE, fingerprint))
         if self._tune_on_first_call:
-            result = tune(exported.save(folder), db_path=self._db, **self._tune_options)
+            result = tune(exported.save(folder), options=self._options, db_path=self._db,
+                          progress=self._progress)
             return self._compiled(program, Choice(result.best_config, TUNED, fingerprint))
         return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._jitted)
 
@@ -117,18 +116,24 @@ def autotune(
     budget: int = 16,
     tune_on_first_call: bool = False,
     db: str | Path | None = None,
-    **tune_options: Any,
+    progress: bool = True,
+    **options: Any,
 ) -> Autotuned | Callable[[Callable], Autotuned]:
     """Decorate `fn` as `@autotune` or `@autotune(space=..., tune_on_first_call=True, ...)`.
 
     `db` is the tuning database ($HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite by default);
-    `space`, `budget` and `tune_options` (strategy, model, settings, time_s, batch, seed,
-    progress, allow_numerics_change) go to `hlotune.tune` when a signature is tuned; a config
-    that changes numerics is used only when `allow_numerics_change=True` was given.
+    `space`, `budget` and `options` (TuneOptions' other fields: strategy, model, settings,
+    time_s, batch, seed, allow_numerics_change, ...) are the search `hlotune.tune` runs when a
+    signature is tuned, checked here; a config that changes numerics is used only when
+    `allow_numerics_change=True` was given.
     """
+    if "runner" in options:
+        raise HlotuneError("@autotune tunes for the machine it runs on: it takes no runner")
+    search = TuneOptions(space=space, budget=budget, **options)
+
     def decorate(function: Callable) -> Autotuned:
-        return Autotuned(function, space=space, budget=budget, tune_on_first_call=tune_on_first_call,
-                         db=db, tune_options=tune_options)
+        return Autotuned(function, options=search, tune_on_first_call=tune_on_first_call, db=db,
+                         progress=progress)
 
     return decorate if fn is None else decorate(fn)
 

@@ -23,8 +23,14 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from hlotune.errors import HlotuneError
 from hlotune.progress import add_quiet
+
+if TYPE_CHECKING:
+    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.options import TuneOptions
 
 SPACES = ("flags", "layout", "all")
 STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
@@ -105,18 +111,10 @@ def add_commands(subparsers) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    from hlotune.compiler.measure import MeasureSettings
     from hlotune.tuning.tuner import tune
 
-    result = tune(
-        args.program, space=args.space, budget=args.budget, time_s=args.time,
-        strategy=args.strategy, model=None if args.model == "none" else args.model,
-        fine_tune_every=args.fine_tune_every, db_path=args.db, batch=args.batch, seed=args.seed,
-        runner=args.runner, allow_numerics_change=args.allow_numerics_change,
-        settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
-        progress=not args.quiet, online=args.online,
-        warm_start=args.warm_start,
-    )
+    result = tune(args.program, options=_tune_options(args), db_path=args.db, runner=args.runner,
+                  progress=not args.quiet)
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
@@ -143,8 +141,22 @@ def run_tune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _tune_options(args: argparse.Namespace) -> TuneOptions:
+    """The search `hlotune tune`'s flags ask for, as a TuneOptions."""
+    from hlotune.compiler.measure import MeasureSettings
+    from hlotune.tuning.options import TuneOptions
+
+    return TuneOptions(
+        space=args.space, budget=args.budget, time_s=args.time, strategy=args.strategy,
+        model=None if args.model == "none" else args.model, fine_tune_every=args.fine_tune_every,
+        online=args.online, warm_start=args.warm_start, batch=args.batch, seed=args.seed,
+        allow_numerics_change=args.allow_numerics_change,
+        settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
+    )
+
+
 def run_list(args: argparse.Namespace) -> int:
-    with _database(args) as db:
+    with open_database(args.db) as db:
         entries = db.programs()
         if args.json:
             for entry in entries:
@@ -164,8 +176,8 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    with _database(args) as db:
-        fingerprint = _fingerprint(db, args.program)
+    with open_database(args.db) as db:
+        fingerprint = resolve_fingerprint(db, args.program)
         records = sorted(db.records(fingerprint), key=lambda r: r.cost)
         if not records:
             raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
@@ -189,24 +201,28 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    with _database(args) as db:
-        exported = db.export(_fingerprint(db, args.program), args.format)
+    with open_database(args.db) as db:
+        exported = db.export(resolve_fingerprint(db, args.program), args.format)
     print(exported.text)
     if exported.note:
         print(f"hlotune: note: {exported.note}", file=sys.stderr)
     return 0
 
 
-def _database(args: argparse.Namespace):
+def open_database(path: str | Path | None) -> TuningDatabase:
+    """The tuning database at `path` (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)
+    for the commands that read one: a missing file is an error, not a new empty database."""
     from hlotune.tuning.database import TuningDatabase, default_db_path
 
-    path = args.db or default_db_path()
+    path = path or default_db_path()
     if not Path(path).is_file():
         raise HlotuneError(f"{path}: no tuning database (run hlotune tune first)")
     return TuningDatabase(path)
 
 
-def _fingerprint(db, program: str) -> str:
+def resolve_fingerprint(db: TuningDatabase, program: str) -> str:
+    """The fingerprint a command's PROGRAM names: a program spec's (computed from the program)
+    or the one in `db` that a fingerprint prefix picks."""
     from hlotune.programs import is_program_spec, load_program
     from hlotune.tuning.fingerprint import program_fingerprint
 

@@ -25,10 +25,10 @@ from hlotune.compiler.encode import ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
+from hlotune.tuning.options import DEFAULT_MODEL
 from hlotune.tuning.strategies import Trial
 
 COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "all": ("flags", "layout")}
-DEFAULT_MODEL = "pretrained"
 
 
 class CostModel(ABC):

@@ -17,7 +17,7 @@ a search strategy (strategies.py), an optional cost model that ranks its candida
 from measurements (cost_model.py), a runner that measures (runners.py: this machine, a Ray
 cluster, or a replay of recorded measurements), a database (database.py) and callbacks
 (callbacks.py: progress, cost-model updates, yours). `tune()` builds the usual parts from
-names. The evolutionary strategy's candidates are ranked by the shipped pretrained cost models
+names, as one TuneOptions (options.py) says. The evolutionary strategy's candidates are ranked by the shipped pretrained cost models
 unless told otherwise; with `fine_tune_every` the models are fine-tuned on the program's own
 measurements each time that many more configs have been evaluated. Fine-tuning sees the same
 costs at the same points on a resumed run, so the search stays deterministic.
@@ -28,24 +28,25 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurement
-from hlotune.compiler.space import SPACES, SearchSpace
+from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.programs import Program, load_program
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
-from hlotune.tuning.cost_model import DEFAULT_MODEL, CostModel, ScorerCostModel, load_scorers
+from hlotune.tuning.cost_model import CostModel, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.online import OnlineCostModel
+from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.transfer import TRANSFER, load_transfer
 from hlotune.tuning.strategies import (
     Chain,
@@ -56,9 +57,6 @@ from hlotune.tuning.strategies import (
     Trial,
     make_strategy,
 )
-
-if TYPE_CHECKING:
-    from optuna.samplers import BaseSampler
 
 
 @dataclass
@@ -99,51 +97,33 @@ class TuneResult:
 def tune(
     program: str | Callable,
     *args,
-    space: str = "flags",
-    budget: int | None = 32,
-    time_s: float | None = None,
-    strategy: str | Strategy | BaseSampler = "evolutionary",
-    model: str | Scorer | None = DEFAULT_MODEL,
-    fine_tune_every: int | None = None,
+    options: TuneOptions | None = None,
     db_path: str | Path | None = None,
-    settings: MeasureSettings = MeasureSettings(),
-    batch: int = 8,
-    seed: int = 0,
-    progress: bool = True,
     runner: str | Runner = "local",
     callbacks: Sequence[Callback] = (),
-    allow_numerics_change: bool = False,
-    online: bool = True,
-    warm_start: int = 4,
+    progress: bool = True,
+    **keywords: Any,
 ) -> TuneResult:
     """Tune the program spec `program` (zoo:NAME[@VARIANT], file.py:FACTORY, export:PATH), or
     the JAX function `program` for the example arguments `args` (pytrees of arrays).
 
+    The search is `options` with `keywords` in place of its fields: `tune(fn, *args, budget=16)`
+    is `tune(fn, *args, options=TuneOptions(budget=16))`. Those fields (options.py) are `space`,
+    `budget` evaluated configs (the default included) and/or `time_s` seconds, whichever ends
+    first (a batch in flight finishes), `strategy` (a name, a Strategy instance, e.g.
+    `Exhaustive([...])` to measure chosen configs, or an Optuna sampler, whose study is stored
+    beside the database, docs/tuning.md), `model` (ranks the evolutionary strategy's candidates),
+    `fine_tune_every`, `online`, `warm_start`, `batch`, `seed`, `allow_numerics_change` and the
+    measurement `settings`.
+
     A function is exported with jax.export into `programs/` beside the database (so the worker
     can load it, see hlotune.programs.exported); on it the layout space holds only the arguments'
-    layouts. `result.compiled()` takes and returns what the function does.
-
-    `budget` evaluated configs (the default included) and/or `time_s` seconds, whichever ends
-    first (a batch in flight finishes). `strategy` is a name, a Strategy instance (e.g.
-    `Exhaustive([...])` to measure chosen configs) or an Optuna sampler (the optuna strategy
-    with it; its study is stored beside the database, docs/tuning.md). `model` ranks the evolutionary strategy's
-    candidates: "pretrained" (the shipped models, the default), a scorer, a name for
-    `hlotune.evaluation.scorers.load_scorer`, "transfer[@DIR]" (transfer.py: flags only), or None for
-    none; other strategies use no model.
-    `fine_tune_every` N fine-tunes the model on the measurements every N evaluated configs.
-    `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and
-    written under its machine's hardware fingerprint (runners.py). `callbacks` see every batch.
-    Options that change results by design (fast math, ...) are searched only with
-    `allow_numerics_change`. With `online`, the evolutionary strategy's model also learns this
-    program's measurements after every batch (online.py). `warm_start` N: the flags of up to N
-    configs that won on other programs here are the first candidates after the default.
+    layouts. `result.compiled()` takes and returns what the function does. `runner` ("local",
+    "ray", "ray:ADDRESS" or a Runner) measures; the database is read and written under its
+    machine's hardware fingerprint (runners.py). `callbacks` see every batch.
     """
     started = time.monotonic()
-    _check_arguments(space, budget, time_s, batch, fine_tune_every)
-    if strategy != "evolutionary" and model == DEFAULT_MODEL:
-        model = None  # the default model serves the one strategy that ranks
-    if isinstance(strategy, Strategy) and model is not None:
-        raise HlotuneError("a model ranks for a strategy named here; give your Strategy its cost model instead")
+    options = replace(options or TuneOptions(), **keywords)
     db_path = Path(db_path or default_db_path())
     db_path.parent.mkdir(parents=True, exist_ok=True)  # the Optuna study's folder too
     if not isinstance(program, str):
@@ -154,33 +134,37 @@ def tune(
         raise HlotuneError("example arguments go with a function, not with a program spec")
     loaded = load_program(program)
     fingerprint = program_fingerprint(loaded)
+    model = options.ranking_model
     scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
-    layouts = LayoutSpace(loaded) if space != "flags" or scored else None
-    search_space = SearchSpace(space, layouts, allow_numerics_change=allow_numerics_change)
-    prior = _prior(model, space, layouts, seed)
-    learns = online and strategy == "evolutionary"
-    cost_model = OnlineCostModel(prior) if learns else prior
-    search = _strategy(strategy, search_space, seed, cost_model, OptunaStudy.beside(db_path, fingerprint))
-    extra = [UpdateCostModel(1)] if learns else []
-    extra += [UpdateCostModel(fine_tune_every, prior)] if prior is not None and fine_tune_every else []
-    extra += [ProgressBar(budget)] if progress else []
+    layouts = LayoutSpace(loaded) if options.space != "flags" or scored else None
+    search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change)
+    prior = _prior(options, layouts)
+    cost_model = OnlineCostModel(prior) if options.learns_online else prior
+    search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
+    extra = [UpdateCostModel(1)] if options.learns_online else []
+    if prior is not None and options.fine_tune_every:
+        extra.append(UpdateCostModel(options.fine_tune_every, prior))
+    extra += [ProgressBar(options.budget)] if progress else []
     with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
-        if warm_start and not isinstance(strategy, Strategy):
-            search = _warm_started(search, search_space, db.winners(fingerprint)[:warm_start])
+        if options.warm_start and not isinstance(options.strategy, Strategy):
+            search = _warm_started(search, search_space, db.winners(fingerprint)[:options.warm_start])
         tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
-                      callbacks=[*extra, *callbacks], settings=settings, fingerprint=fingerprint)
-        deadline = None if time_s is None else started + time_s
-        decision = tuner.run(budget, deadline, batch)
+                      callbacks=[*extra, *callbacks], settings=options.settings,
+                      fingerprint=fingerprint)
+        deadline = None if options.time_s is None else started + options.time_s
+        decision = tuner.run(options.budget, deadline, options.batch)
     return tuner.result(decision, seconds=time.monotonic() - started)
 
 
-def _prior(model: str | Scorer | None, space: str, layouts, seed: int) -> CostModel | None:
-    """The model `model` names: scorers (pretrained, a folder, a baseline) or the transfer model."""
+def _prior(options: TuneOptions, layouts: LayoutSpace | None) -> CostModel | None:
+    """The model `options` rank with: scorers (pretrained, a folder, a baseline) or the transfer
+    model."""
+    model = options.ranking_model
     if model is None:
         return None
     if _is_transfer(model):
-        return load_transfer(model, space)
-    return ScorerCostModel(load_scorers(model, space), layouts, seed)
+        return load_transfer(model, options.space)
+    return ScorerCostModel(load_scorers(model, options.space), layouts, options.seed)
 
 
 def _is_transfer(model: str | Scorer) -> bool:
@@ -192,17 +176,16 @@ def _runtime(measurement: Measurement) -> float:
 
 
 def _strategy(
-    strategy: str | Strategy | BaseSampler, space: SearchSpace, seed: int,
-    cost_model: CostModel | None, study: OptunaStudy,
+    options: TuneOptions, space: SearchSpace, cost_model: CostModel | None, study: OptunaStudy,
 ) -> Strategy:
-    """The strategy named, given, or built around an Optuna sampler."""
+    """The strategy named, given, or built around an Optuna sampler (TuneOptions has checked
+    that only the evolutionary strategy gets a cost model)."""
+    strategy = options.strategy
     if isinstance(strategy, Strategy):
         return strategy
     if isinstance(strategy, str):
-        return make_strategy(strategy, space, seed, cost_model, study=study)
-    if cost_model is not None:
-        raise HlotuneError("a cost model ranks candidates of the evolutionary strategy only, not optuna")
-    return OptunaTPE(space, seed, sampler=strategy, study=study)
+        return make_strategy(strategy, space, options.seed, cost_model, study=study)
+    return OptunaTPE(space, options.seed, sampler=strategy, study=study)
 
 
 def _warm_started(search: Strategy, space: SearchSpace, winners: list[CompileConfig]) -> Strategy:
@@ -217,17 +200,6 @@ def _warm_started(search: Strategy, space: SearchSpace, winners: list[CompileCon
         except HlotuneError:  # an option outside this space (numerics-changing, not allowed)
             continue
     return Chain(Exhaustive(firsts), search, name=search.name) if firsts else search
-
-
-def _check_arguments(space: str, budget, time_s, batch: int, fine_tune_every) -> None:
-    if space not in SPACES:
-        raise HlotuneError(f"unknown space {space!r}: use {', '.join(SPACES)}")
-    if budget is None and time_s is None:
-        raise HlotuneError("give a budget (measurements) or a time limit")
-    if (budget is not None and budget < 1) or batch < 1 or (time_s is not None and time_s <= 0):
-        raise HlotuneError("the budget, the batch size and the time limit must be positive")
-    if fine_tune_every is not None and fine_tune_every < 1:
-        raise HlotuneError(f"fine_tune_every must be at least 1, got {fine_tune_every}")
 
 
 _CLAIM_POLL_S = 0.5  # how often a tuner looks for records another tuner is measuring

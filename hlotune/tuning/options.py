@@ -1,0 +1,85 @@
+"""TuneOptions: what one tune searches and how, built by keyword and passed whole.
+
+`hlotune.tune(fn, *args, budget=16, ...)` builds one from its keywords, `hlotune tune` from its
+flags and `@hlotune.autotune` from its arguments, and each part of the tune reads what it needs
+from the one object. The options are what decides the search and so its result: the space, the
+stopping rule, the strategy and its model, the batches, the seed, the measurement settings.
+What is tuned (the program), where it is measured and stored (runner, database) and who watches
+(progress, callbacks) belong to the call, not here: the same options tune any program anywhere,
+and the decorator, which tunes on the machine it runs on, takes them without a runner.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.space import SPACES
+from hlotune.errors import HlotuneError
+from hlotune.tuning.strategies import STRATEGIES, Strategy
+
+if TYPE_CHECKING:
+    from optuna.samplers import BaseSampler
+
+    from hlotune.evaluation.scorers import Scorer
+
+RANKED = "evolutionary"  # the one strategy a cost model ranks candidates for
+DEFAULT_MODEL = "pretrained"  # the shipped models (cost_model.load_scorers)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TuneOptions:
+    """A tune's search; an invalid value is an HlotuneError naming its field."""
+
+    space: str = "flags"  # flags, layout or all
+    budget: int | None = 32  # evaluated configs, the default included; None: time_s alone
+    time_s: float | None = None  # seconds of search; whichever of the two ends first
+    # A name, a Strategy (e.g. Exhaustive([...]) to measure chosen configs) or an Optuna sampler.
+    strategy: str | Strategy | BaseSampler = RANKED
+    # Ranks the evolutionary strategy's candidates: "pretrained" (the shipped models), a scorer,
+    # a name for load_scorer, "transfer[@DIR]" (flags only), or None.
+    model: str | Scorer | None = DEFAULT_MODEL
+    fine_tune_every: int | None = None  # fine-tune the model every N evaluated configs
+    online: bool = True  # the model also learns this program's measurements after every batch
+    warm_start: int = 4  # first try the flags of up to N configs that won on other programs
+    batch: int = 8  # configs measured together
+    seed: int = 0
+    allow_numerics_change: bool = False  # also search options that change results by design
+    settings: MeasureSettings = MeasureSettings()
+
+    def __post_init__(self) -> None:
+        if self.space not in SPACES:
+            raise HlotuneError(f"space must be one of {', '.join(SPACES)}, got {self.space!r}")
+        if self.budget is None and self.time_s is None:
+            raise HlotuneError("budget or time_s must be given: configs to evaluate or seconds")
+        for name in ("budget", "batch", "fine_tune_every"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise HlotuneError(f"{name} must be at least 1, got {value}")
+        if self.time_s is not None and not self.time_s > 0:
+            raise HlotuneError(f"time_s must be positive, got {self.time_s}")
+        if self.warm_start < 0:
+            raise HlotuneError(f"warm_start must not be negative, got {self.warm_start}")
+        if isinstance(self.strategy, str) and self.strategy not in STRATEGIES:
+            raise HlotuneError(
+                f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
+            )
+        if self.ranking_model is not None and self.strategy != RANKED:
+            if isinstance(self.strategy, Strategy):
+                raise HlotuneError("model ranks for a strategy named here: give your Strategy "
+                                   "its cost model instead")
+            other = repr(self.strategy) if isinstance(self.strategy, str) else "an Optuna sampler"
+            raise HlotuneError(f"model ranks candidates of the {RANKED} strategy only, not of {other}")
+
+    @property
+    def ranking_model(self) -> str | Scorer | None:
+        """`model`, but the default serves only the strategy that ranks: with another, none."""
+        if self.model == DEFAULT_MODEL and self.strategy != RANKED:
+            return None
+        return self.model
+
+    @property
+    def learns_online(self) -> bool:
+        """Whether the ranking model learns this program's measurements after every batch."""
+        return self.online and self.strategy == RANKED

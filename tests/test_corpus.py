@@ -5,9 +5,7 @@ tests skip, except under CI, which installs it with [dev]."""
 
 from __future__ import annotations
 
-import importlib
 import json
-import os
 import subprocess
 import sys
 
@@ -16,6 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from conftest import need
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import is_program_spec, load_program
@@ -23,11 +22,7 @@ from hlotune.programs.corpus import CORPUS
 from hlotune.programs.variants import BF16_SUFFIX, _parse_variant
 
 
-def need(module: str):
-    """The corpus library `module`, or a skip where the extra is absent (never under CI)."""
-    if os.environ.get("CI"):
-        return importlib.import_module(module)
-    return pytest.importorskip(module, reason=f'{module} not installed: pip install -e ".[corpus]"')
+CORPUS_EXTRA = 'pip install -e ".[corpus]"'
 
 
 def _leaves(tree) -> list[np.ndarray]:
@@ -79,7 +74,7 @@ def test_zoo_list_names_every_program_with_its_library(cli):
 
 
 def test_a_training_step_compiles_and_updates_every_parameter():
-    need("transformers")
+    need("transformers", install=CORPUS_EXTRA)
     _, (params, velocity, loss) = _compile_and_run("corpus:hf-gpt2@tiny-train")
     assert loss.shape == () and np.isfinite(loss)
     for after, gradient in zip(_leaves(params), _leaves(velocity), strict=True):
@@ -94,7 +89,7 @@ def test_a_training_step_compiles_and_updates_every_parameter():
     ("mujoco", "corpus:mjx-bodies@tiny"),
 ])
 def test_inference_compiles_and_runs_finite(library, spec):
-    need(library)
+    need(library, install=CORPUS_EXTRA)
     program, out = _compile_and_run(spec)
     assert all(np.isfinite(leaf).all() for leaf in _leaves(out))
     floats = {leaf.dtype for leaf in jax.tree_util.tree_leaves(program.args)
@@ -103,7 +98,7 @@ def test_inference_compiles_and_runs_finite(library, spec):
 
 
 def test_a_batch_override_and_the_seed_shape_the_arguments():
-    need("transformers")
+    need("transformers", install=CORPUS_EXTRA)
     model = CORPUS["hf-bert"]
     (_, x), (_, again), (_, other) = (model.program("tiny", train=False, batch=3, seed=s)[1]
                                       for s in (0, 0, 1))
@@ -113,7 +108,7 @@ def test_a_batch_override_and_the_seed_shape_the_arguments():
 
 
 def test_a_corpus_program_featurizes_into_tpugraphs_arrays():
-    need("transformers")
+    need("transformers", install=CORPUS_EXTRA)
     from hlotune.hlo.sources import load_samples
 
     (sample,) = load_samples("corpus:hf-llama@tiny")
@@ -126,7 +121,7 @@ def test_a_corpus_program_featurizes_into_tpugraphs_arrays():
 
 def test_collect_measures_a_corpus_program_into_the_dataset_format(tmp_path, cli):
     """`hlotune collect` on a corpus program, as the built-in dataset's edition 2 is collected."""
-    need("jax_md")
+    need("jax_md", install=CORPUS_EXTRA)
     result = cli("collect", "--space", "flags", "--program", "corpus:jaxmd-lj@tiny", "--configs", "2",
                  "--batch", "2", "--samples", "2", "--out", tmp_path, "-q")
     assert result.returncode == 0, result.stderr

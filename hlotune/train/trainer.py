@@ -73,7 +73,7 @@ def _folders(dirs: PathLike | Sequence[PathLike]) -> list[PathLike]:
 @dataclass(frozen=True, kw_only=True)
 class TrainSettings:
     """How a run trains, built by keyword and given to `train` whole; `TrainSettings()` is the
-    default recipe. A checkpoint stores it, and a resumed run must match it (but RESUMABLE).
+    default recipe. A checkpoint stores it, and a resumed run must match it but for RESUMABLE.
     Paths are kept as strings, as the checkpoint's JSON holds them."""
 
     epochs: int = 20

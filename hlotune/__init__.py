@@ -11,6 +11,7 @@ __version__ = "0.1.0"
 
 _API = {
     "autotune": ("hlotune.tuning.autotune", "autotune"),
+    "compiled": ("hlotune.tuning.compiled", "compiled"),
     "cross_validate": ("hlotune.evaluation.crossval", "cross_validate"),
     "featurize": ("hlotune.hlo.sources", "load_samples"),
     "inspect": ("hlotune.hlo.inspection", "inspect_path"),

@@ -8,6 +8,7 @@ import sys
 
 from hlotune import __version__
 from hlotune.collect import commands as collect
+from hlotune.compiler import commands as compiler
 from hlotune.errors import HlotuneError
 from hlotune.evaluation import commands as evaluation
 from hlotune.hlo import commands as hlo
@@ -18,7 +19,7 @@ from hlotune.train import commands as train
 from hlotune.tuning import commands as tuning
 
 # Each stage registers its own commands; this order is `hlotune --help`'s.
-STAGES = (hlo, collect, train, evaluation, programs, opt, tuning, report)
+STAGES = (hlo, collect, train, evaluation, programs, opt, compiler, tuning, report)
 
 EPILOG = """\
 conventions:

@@ -11,7 +11,7 @@ from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
 
 
-@pytest.mark.parametrize("spec", ["builtin:tile", "builtin:flags/training", "builtin:"])
+@pytest.mark.parametrize("spec", ["builtin:tiles", "builtin:flags/training", "builtin:"])
 def test_unknown_builtin_names_are_clean_errors(spec):
     with pytest.raises(HlotuneError, match="unknown built-in dataset"):
         resolve(spec)

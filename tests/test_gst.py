@@ -216,9 +216,9 @@ def test_bad_segment_options_are_clean_errors(layout_sample):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (["--segment-size", "0"], "segment size must be at least 1 node"),
+    (["--segment-size", "0"], "segment_size must be at least 1 node"),
     (["--segments-sampled", "2"], "need --segment-size"),
-    (["--segment-size", "100", "--segment-dropout", "1.5"], "segment dropout must be in"),
+    (["--segment-size", "100", "--segment-dropout", "1.5"], "segment dropout) must be in"),
     (["--segment-size", "100", "--layout-join", "late"], "needs layout_join 'nodes'"),
 ])
 def test_cli_rejects_bad_segment_options(tmp_path, args, fragment, cli):

@@ -3,6 +3,8 @@ applied by hlotune's pass inside XLA, and each kernel's time from a profile."""
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -124,3 +126,27 @@ def test_an_exported_config_applies_to_the_users_own_function(tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(run(*ARGS), jax.jit(_looped)(*ARGS)))
     with pytest.raises(HlotuneError, match="cannot read the config"):
         hlotune.compiled(_looped, *ARGS, config=tmp_path / "missing.json")
+
+
+def test_hlotune_profile_prints_each_kernels_time_and_share(cli):
+    result = cli("profile", "zoo:mlp@tiny", "--json", "--runs", "3")
+    assert result.returncode == 0, result.stderr
+    profile = json.loads(result.stdout)
+    assert profile["wall_ms"] > 0 and profile["kernels"]
+    assert {"name", "ms", "share", "key", "calls"} <= set(profile["kernels"][0])
+    assert sum(k["share"] for k in profile["kernels"]) == pytest.approx(1.0)
+    bad = cli("profile", "zoo:mlp@tiny", "--config", '{"kernels": {"x#1": {"outer_dimension_partitions": [2]}}}')
+    assert bad.returncode == 1 and "x#1 matches no kernel" in bad.stderr
+
+
+def test_the_tile_space_tunes_the_programs_own_kernels(tmp_path):
+    from hlotune.compiler.kernel_space import program_kernels
+    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.programs import load_program
+    from hlotune.tuning.tuner import tune
+
+    result = tune("zoo:mlp@tiny", space="tile", budget=4, batch=3, db_path=tmp_path / "db.sqlite",
+                  progress=False, settings=MeasureSettings(rounds=2))
+    keys = {k.key for k in program_kernels(LayoutSpace(load_program("zoo:mlp@tiny")))}
+    assert result.measurements == 4 and result.to_json()["space"] == "tile"
+    assert set(result.candidate.kernels.to_dict()) <= keys

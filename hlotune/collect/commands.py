@@ -27,7 +27,8 @@ def add_commands(commands) -> None:
         "OUT/NAME.npz (TpuGraphs format, with every sample) and OUT/NAME.json (noise floor, "
         "failures, machine). Re-running the same command resumes where it stopped.",
     )
-    collect.add_argument("--space", choices=("flags", "layout"), required=True)
+    collect.add_argument("--space", choices=("flags", "layout"), required=True,
+                         help="the tile collection (kernels) is built by python -m hlotune.collect.builtin --tile")
     collect.add_argument("--program", nargs="+", required=True, metavar="SPEC",
                          help="zoo:NAME[@VARIANT] or path/to/file.py:FACTORY")
     collect.add_argument("--configs", type=int, default=64, help="configs per program (default 64)")

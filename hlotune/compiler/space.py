@@ -80,7 +80,7 @@ class SearchSpace:
                 Gene(_SITE + site.key, (None, *itertools.permutations(range(site.rank))))
                 for site in layouts.sites
             ]
-        if kind in ("tile", "all"):
+        if kind == "tile":  # not in "all": a kernel key is only sure under the default flags
             genes += self._kernel_genes(kernels, layouts)
         self.genes: tuple[Gene, ...] = tuple(genes)
 

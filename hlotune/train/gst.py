@@ -49,7 +49,7 @@ class GSTSettings:
                 f"partition must be one of {', '.join(PARTITIONS)}, got {self.partition!r}"
             )
         if not 0.0 <= self.dropout < 1.0:
-            raise HlotuneError(f"dropout must be in [0, 1), got {self.dropout}")
+            raise HlotuneError(f"dropout (the segment dropout) must be in [0, 1), got {self.dropout}")
 
 
 class HistoryTable:

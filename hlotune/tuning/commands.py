@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from hlotune.tuning.database import TuningDatabase
     from hlotune.tuning.options import TuneOptions
 
-SPACES = ("flags", "layout", "all")
+SPACES = ("flags", "layout", "tile", "all")
 STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
 FORMATS = ("json", "compiler_options", "xla_flags")
 DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"

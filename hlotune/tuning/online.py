@@ -28,6 +28,7 @@ def choices(config: CompileConfig) -> list[str]:
     items = [f"{name}={value}" for name, value in config.flags.options]
     items += [f"disable pass {name}" for name in config.flags.disabled_passes]
     items += [f"layout {site}={dims}" for site, dims in config.layout.layouts]
+    items += [f"kernel {key} partitions={list(parts)}" for key, parts in config.kernels.partitions]
     return items
 
 

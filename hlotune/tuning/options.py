@@ -74,8 +74,10 @@ class TuneOptions:
 
     @property
     def ranking_model(self) -> str | Scorer | None:
-        """`model`, but the default serves only the strategy that ranks: with another, none."""
-        if self.model == DEFAULT_MODEL and self.strategy != RANKED:
+        """`model`, but the default serves only the strategy that ranks: with another, none;
+        nor in the tile space, which ships no pretrained model yet (the online model of the
+        program's own kernel choices ranks there)."""
+        if self.model == DEFAULT_MODEL and (self.strategy != RANKED or self.space == "tile"):
             return None
         return self.model
 

@@ -33,7 +33,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.kernel_space import program_kernels
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurement
 from hlotune.compiler.space import SearchSpace
@@ -137,7 +139,9 @@ def tune(
     model = options.ranking_model
     scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
     layouts = LayoutSpace(loaded) if options.space != "flags" or scored else None
-    search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change)
+    kernels = program_kernels(layouts) if options.space == "tile" else None
+    search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change,
+                               kernels=kernels)
     prior = _prior(options, layouts)
     cost_model = OnlineCostModel(prior) if options.learns_online else prior
     search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))

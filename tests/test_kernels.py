@@ -150,3 +150,16 @@ def test_the_tile_space_tunes_the_programs_own_kernels(tmp_path):
     keys = {k.key for k in program_kernels(LayoutSpace(load_program("zoo:mlp@tiny")))}
     assert result.measurements == 4 and result.to_json()["space"] == "tile"
     assert set(result.candidate.kernels.to_dict()) <= keys
+
+
+def test_an_edited_module_keeps_its_large_constants():
+    """XLA prints large constants as `{...}` by default; parsed back, they would be garbage."""
+    table = jnp.asarray(np.random.default_rng(0).normal(size=(256, 256)), dtype=jnp.float32)
+
+    def rotate(x):
+        return jnp.sin(x * table) + table
+
+    lowered = jax.jit(rotate).lower(ARGS[0])
+    keys = [k.key for k in _loop_kernels(lowered.compile().as_text())]
+    config = CompileConfig(kernels=KernelConfig.from_dict({k: {"outer_dimension_partitions": [4]} for k in keys}))
+    assert np.array_equal(compile_config(jax.jit(rotate).lower(ARGS[0]), config)(ARGS[0]), jax.jit(rotate)(ARGS[0]))

@@ -52,7 +52,7 @@ class TileSettings:
     batch: int = 10
     profile_runs: int = 10
     seed: int = 0
-    min_kernel_ns: float = 5_000.0
+    min_kernel_ns: float = 1_000.0
     enough: int = 40  # samples of a kernel after which later programs leave it at XLA's choice
 
     def __post_init__(self) -> None:

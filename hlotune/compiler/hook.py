@@ -60,7 +60,7 @@ def compile_with_pass(
         module = _hlo.HloModule.from_serialized_hlo_module_proto(serialized)
         if module.name != record.module:
             return None
-        text = module.to_string()
+        text = module.to_string(_print_options(_hlo))
         record.texts.append(text)
         try:
             changed = edit(text) if edit is not None else None
@@ -98,6 +98,15 @@ def compile_config(lowered: Any, config: CompileConfig) -> Any:
         return lowered.compile(compiler_options=options)
     compiled, _ = compile_with_pass(lowered, config.kernels.apply, compiler_options=options)
     return compiled
+
+
+def _print_options(hlo: Any) -> Any:
+    """The text must parse back to the same module: by default XLA elides large constants
+    (`{...}`), which would parse back as garbage (seen: wrong outputs of corpus:hf-mistral,
+    whose rotary tables are constants)."""
+    options = hlo.HloPrintOptions()
+    options.print_large_constants = True
+    return options
 
 
 def module_name(lowered: Any) -> str:

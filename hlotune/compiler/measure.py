@@ -8,8 +8,10 @@ process: a config that XLA rejects, that crashes it or that hangs is recorded as
 its reason, the worker restarts, and the batch goes on.
 
 With `profile_runs`, each live config is also run that many times under the profiler after
-its timed rounds, for each kernel's time (kernel_profile.py) and the compiled module's text;
-those runs never enter its samples.
+its timed rounds, in `profile_rounds` interleaved rounds of a fresh random order (a kernel's
+time is its median over them: one profile session can drift as a timed round can), for each
+kernel's time (kernel_profile.py) and the compiled module's text; those runs never enter its
+samples.
 
 Two guards against timer noise: where one call of the default is shorter than
 `min_sample_s`, a sample times K calls back to back (K chosen per batch from the default's
@@ -58,14 +60,16 @@ class MeasureSettings:
     noise_target: float | None = None
     max_rounds: int = 100
     time_cap_s: float = 600.0
-    profile_runs: int = 0  # profiled calls per config after its timed rounds (0: none)
+    profile_runs: int = 0  # profiled calls per config and profile round (0: no profile)
+    profile_rounds: int = 3
 
     def __post_init__(self) -> None:
         for name in ("rounds", "repeats", "default_replicas"):
             if getattr(self, name) < 1:
                 raise HlotuneError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.profile_runs < 0:
-            raise HlotuneError(f"profile_runs must not be negative, got {self.profile_runs}")
+        if self.profile_runs < 0 or self.profile_rounds < 1:
+            raise HlotuneError(f"profile_runs must not be negative and profile_rounds at least 1, "
+                               f"got {self.profile_runs} and {self.profile_rounds}")
         if self.noise_target is not None and not self.noise_target > 0:
             raise HlotuneError(f"noise_target must be positive, got {self.noise_target}")
         if self.rtol is not None and not self.rtol > 0:
@@ -212,9 +216,7 @@ class Measurer:
                 if measurement.ok:
                     measurement.converged = measurement.median_halfwidth <= settings.noise_target
         if settings.profile_runs:
-            for id, measurement in results.items():  # the default's replicas too: the kernels' noise
-                if measurement.ok:
-                    _profile(session, id, measurement, settings.profile_runs)
+            _profile_rounds(session, results, rng, settings)
         defaults = [results[id] for id in ids if id.startswith("d")]
         return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults, loop)
 
@@ -260,12 +262,27 @@ def _compile(session: _Session, id: str, config: CompileConfig, result: Measurem
         session.drop(id)
 
 
-def _profile(session: _Session, id: str, result: Measurement, runs: int) -> None:
-    """Kernel times and module text of a measured config; a failure here leaves its timed
-    samples alone and says why."""
+def _profile_rounds(session: _Session, results: dict[str, Measurement], rng: random.Random, settings) -> None:
+    """Each live config (the default's replicas too: the kernels' noise) profiled in
+    interleaved rounds; each kernel's time is its median over the rounds."""
+    per_round: dict[str, list[dict[str, float]]] = {id: [] for id in results}
+    for _ in range(settings.profile_rounds):
+        order = [id for id, m in results.items() if m.ok and not m.profile_error]
+        rng.shuffle(order)
+        for id in order:
+            _profile(session, id, results[id], settings.profile_runs, per_round[id])
+    for id, rounds in per_round.items():
+        if rounds and not results[id].profile_error:
+            names = set().union(*rounds)
+            results[id].kernel_ns = {n: float(np.median([r[n] for r in rounds if n in r])) for n in sorted(names)}
+
+
+def _profile(session: _Session, id: str, result: Measurement, runs: int, rounds: list) -> None:
+    """One profile session of a measured config (and its module's text, the first time); a
+    failure leaves its timed samples alone and says why."""
     try:
         reply = session.profile(id, runs)
-        text = session.hlo(id) if reply["ok"] else {"ok": False}
+        text = session.hlo(id) if reply["ok"] and not result.hlo else {"ok": True, "text": result.hlo}
     except _WorkerDied as died:
         result.profile_error = died.reason
         session.restart()
@@ -273,7 +290,8 @@ def _profile(session: _Session, id: str, result: Measurement, runs: int) -> None
     if not reply["ok"] or not text["ok"]:
         result.profile_error = reply.get("error") or text.get("error", "")
         return
-    result.kernel_ns, result.kernel_calls, result.hlo = reply["kernel_ns"], reply["calls"], text["text"]
+    rounds.append(reply["kernel_ns"])
+    result.kernel_calls, result.hlo = reply["calls"], text["text"]
 
 
 def _run_round(

@@ -33,6 +33,7 @@ class Worker:
         self._keys: dict[str, str] = {}
         self._reference: list[np.ndarray] | None = None
         self._hang_on = os.environ.get(HANG_ON)
+        self._profiled = False
 
     def load(self, program: str) -> dict:
         from hlotune.compiler.layouts import LayoutSpace
@@ -87,6 +88,9 @@ class Worker:
         from hlotune.compiler.kernel_profile import profile_kernels
 
         executable, args = self._compiled[id]
+        if not self._profiled:  # a process's first trace session runs its kernels slower
+            profile_kernels(executable, args, runs)
+            self._profiled = True
         profile = profile_kernels(executable, args, runs)
         return {"ok": True, "kernel_ns": profile.kernel_ns, "calls": profile.calls}
 

@@ -4,6 +4,8 @@ modules, and none of the directions the architecture forbids (docs/architecture.
 from __future__ import annotations
 
 import ast
+import re
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -91,3 +93,49 @@ def test_the_checks_can_fail():
     assert "zoo" in graph["programs"]  # programs imports the zoo inside a function
     planted = {"a": {"b": ["x"]}, "b": {"c": ["y"]}, "c": {"a": ["z"]}}
     assert find_cycle(planted) == ["a", "b", "c", "a"]
+
+
+ARCHITECTURE = PACKAGE.parent / "docs" / "architecture.md"
+BEGIN, END = "<!-- import graph: begin -->", "<!-- import graph: end -->"
+
+
+def _summary(unit: str) -> str:
+    """The first sentence of the unit's docstring (its package's `__init__.py`, or the module)."""
+    path = PACKAGE / unit / "__init__.py" if (PACKAGE / unit).is_dir() else PACKAGE / f"{unit}.py"
+    text = " ".join((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+    return re.split(r"(?<=\.)\s", text, maxsplit=1)[0].rstrip(".")
+
+
+def diagram() -> str:
+    """The import graph as a table, each unit after every unit it imports (by depth, then name)."""
+    graph = import_graph()
+    units = {path.stem if path.is_file() else path.name for path in PACKAGE.iterdir()
+             if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()}
+    depth: dict[str, int] = {}
+
+    def level(unit: str) -> int:
+        if unit not in depth:
+            depth[unit] = 1 + max((level(t) for t in graph.get(unit, {})), default=-1)
+        return depth[unit]
+
+    rows = sorted(units, key=lambda u: (level(u), u))
+    lines = ["| unit | imports | what it is |", "|---|---|---|"]
+    lines += [f"| `{u}` | {', '.join(sorted(graph.get(u, {}))) or '-'} | {_summary(u)} |" for u in rows]
+    return "\n".join(lines)
+
+
+def documented_diagram() -> str:
+    text = ARCHITECTURE.read_text()
+    return text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
+
+
+def test_the_architecture_diagram_is_the_import_graph():
+    """docs/architecture.md shows the graph this file checks (`python tests/test_imports.py
+    --write` regenerates it from the code)."""
+    assert documented_diagram() == diagram(), "run: python tests/test_imports.py --write"
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write"]:
+    text = ARCHITECTURE.read_text()
+    start, end = text.index(BEGIN) + len(BEGIN), text.index(END)
+    ARCHITECTURE.write_text(text[:start] + "\n" + diagram() + "\n" + text[end:])

@@ -231,7 +231,7 @@ def test_config_softmax_compares_the_configs_of_a_batch_and_learns_its_temperatu
     model.train()
     graph = graph_inputs(sample, model.config, "cpu")
     model(graph, torch.as_tensor(sample.configs.config_feat)).var().backward()
-    assert model.config_softmax.log_temperature.grad is not None
+    assert model.config_softmax.log_inverse_temperature.grad is not None
 
 
 def test_test_time_averaging_scores_random_groups_as_trained():

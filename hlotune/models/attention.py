@@ -50,18 +50,26 @@ class CrossConfigAttention(nn.Module):
 
 class ConfigSoftmax(nn.Module):
     """The Kaggle winner's cross-config layer: per feature, a softmax over the config axis (its
-    sharpness a learnt temperature) weighs the configs of the batch into one summary, which each
-    config then meets (a linear layer over the pair, added to it). At a high temperature the
-    summary is the batch's feature-wise maximum, at a low one its mean: a config learns where
-    it stands against the others, for the cost of one linear layer."""
+    sharpness a learnt inverse temperature) weighs the configs of the batch into one summary,
+    which each config then meets (a linear layer over the pair, added to it). Sharp, the summary
+    is the batch's feature-wise maximum; flat, its mean: a config learns where it stands against
+    the others, for the cost of one linear layer."""
 
     def __init__(self, dim: int) -> None:
         super().__init__()
-        self.log_temperature = nn.Parameter(torch.zeros(()))
+        self.log_inverse_temperature = nn.Parameter(torch.zeros(()))
         self.mix = nn.Linear(2 * dim, dim)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs) -> None:
+        """Checkpoints written before the rename (the shipped ones among them) named the
+        parameter `log_temperature`."""
+        old = prefix + "log_temperature"
+        if old in state_dict:
+            state_dict[prefix + "log_inverse_temperature"] = state_dict.pop(old)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, items: Tensor) -> Tensor:
         """`(C, dim)` embeddings of one graph's configs -> the same shape."""
-        weights = torch.softmax(items * self.log_temperature.exp(), dim=-2)
+        weights = torch.softmax(items * self.log_inverse_temperature.exp(), dim=-2)
         summary = (weights * items).sum(dim=-2, keepdim=True).expand_as(items)
         return items + self.mix(torch.cat((items, summary), dim=-1))

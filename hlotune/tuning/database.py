@@ -179,32 +179,32 @@ class Database(ABC):
     def register(self, fingerprint: str, name: str) -> None: ...
 
     @abstractmethod
-    def lookup(self, program: str, config_key: str) -> Record | None: ...
+    def lookup(self, fingerprint: str, config_key: str) -> Record | None: ...
 
     @abstractmethod
-    def records(self, program: str) -> list[Record]:
+    def records(self, fingerprint: str) -> list[Record]:
         """Every record of the program, in the order they were stored."""
 
     @abstractmethod
-    def record_batch(self, program: str, batch: BatchResult, *, with_default: bool) -> None:
+    def record_batch(self, fingerprint: str, batch: BatchResult, *, with_default: bool) -> None:
         """Store a batch's candidates (and its reference default) in one commit."""
 
     @abstractmethod
-    def decision(self, program: str, candidate_key: str | None = None) -> Decision | None:
+    def decision(self, fingerprint: str, candidate_key: str | None = None) -> Decision | None:
         """The latest decision of the program (about `candidate_key`, if given)."""
 
     @abstractmethod
     def decide(self, decision: Decision) -> None: ...
 
-    def claim(self, program: str, config_keys: list[str]) -> list[str]:
+    def claim(self, fingerprint: str, config_keys: list[str]) -> list[str]:
         """The keys this tuner may measure now; the others are being measured by another tuner
         sharing the database (none, for a database only one tuner uses)."""
         return list(config_keys)
 
-    def release(self, program: str, keys: list[str]) -> None:
+    def release(self, fingerprint: str, keys: list[str]) -> None:
         """Give up claims this tuner holds (a database without claims has none)."""
 
-    def winners(self, program: str) -> list[CompileConfig]:
+    def winners(self, fingerprint: str) -> list[CompileConfig]:
         """Configs that tunes of other programs chose here, newest first (XTAT's transfer);
         none for a database that keeps no decisions."""
         return []
@@ -268,48 +268,48 @@ class TuningDatabase(Database):
             )
 
     def record(
-        self, program: str, measurement: Measurement, *, default_ns: float, noise_floor: float
+        self, fingerprint: str, measurement: Measurement, *, default_ns: float, noise_floor: float
     ) -> Record:
         """Store one measurement (committed now) and return the record the database keeps:
         the first one stored if another process measured the same config meanwhile."""
         with self._writing():
-            self._insert(program, measurement, default_ns, noise_floor)
-        return self.lookup(program, measurement.config.key)
+            self._insert(fingerprint, measurement, default_ns, noise_floor)
+        return self.lookup(fingerprint, measurement.config.key)
 
-    def record_batch(self, program: str, batch: BatchResult, *, with_default: bool) -> None:
+    def record_batch(self, fingerprint: str, batch: BatchResult, *, with_default: bool) -> None:
         """Store a batch's candidates (and its reference default) in one commit, releasing
         their claims."""
         measurements = ([batch.defaults[0]] if with_default else []) + batch.measurements
         with self._writing():
             for measurement in measurements:
-                self._insert(program, measurement, batch.default_ns, batch.noise_floor)
+                self._insert(fingerprint, measurement, batch.default_ns, batch.noise_floor)
                 self._db.execute("DELETE FROM claims WHERE program = ? AND config = ? AND machine = ? "
-                                 "AND jax = ? AND jaxlib = ?", (program, measurement.config.key, *self._scope))
+                                 "AND jax = ? AND jaxlib = ?", (fingerprint, measurement.config.key, *self._scope))
 
-    def claim(self, program: str, config_keys: list[str], ttl_s: float = _CLAIM_TTL_S) -> list[str]:
+    def claim(self, fingerprint: str, config_keys: list[str], ttl_s: float = _CLAIM_TTL_S) -> list[str]:
         """Claim the keys no live tuner holds; the keys this tuner holds now, in order."""
         now = time.time()
         with self._writing():
             self._db.execute("BEGIN IMMEDIATE")  # one claimer at a time
             for config, owner, expires in self._db.execute(
                 "SELECT config, owner, expires FROM claims WHERE program = ? AND machine = ? AND jax = ? "
-                "AND jaxlib = ?", (program, *self._scope)
+                "AND jaxlib = ?", (fingerprint, *self._scope)
             ).fetchall():
                 if expires < now or not _alive(owner):
                     self._db.execute("DELETE FROM claims WHERE program = ? AND config = ? AND owner = ?",
-                                     (program, config, owner))
+                                     (fingerprint, config, owner))
             self._db.executemany(
                 "INSERT OR IGNORE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
-                [(program, key, *self._scope, self.owner, now + ttl_s) for key in config_keys],
+                [(fingerprint, key, *self._scope, self.owner, now + ttl_s) for key in config_keys],
             )
             held = {row[0] for row in self._db.execute(
-                "SELECT config FROM claims WHERE program = ? AND owner = ?", (program, self.owner))}
+                "SELECT config FROM claims WHERE program = ? AND owner = ?", (fingerprint, self.owner))}
         return [key for key in config_keys if key in held]
 
-    def _insert(self, program: str, m: Measurement, default_ns: float, noise_floor: float) -> None:
+    def _insert(self, fingerprint: str, m: Measurement, default_ns: float, noise_floor: float) -> None:
         self._db.execute(
             "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (program, m.config.key, *self._scope, m.status, m.reason,
+            (fingerprint, m.config.key, *self._scope, m.status, m.reason,
              m.median_ns if m.samples_ns else None, default_ns, _finite_or_none(noise_floor),
              json.dumps(m.samples_ns), m.compile_s, time.time(), _finite_or_none(m.max_rel_error)),
         )
@@ -325,13 +325,13 @@ class TuningDatabase(Database):
 
     # Reading (this machine and compiler only)
 
-    def lookup(self, program: str, config_key: str) -> Record | None:
-        rows = self._records("AND config = ?", (program, config_key))
+    def lookup(self, fingerprint: str, config_key: str) -> Record | None:
+        rows = self._records("AND config = ?", (fingerprint, config_key))
         return rows[0] if rows else None
 
-    def records(self, program: str) -> list[Record]:
+    def records(self, fingerprint: str) -> list[Record]:
         """Every record of the program, in the order they were stored."""
-        return self._records("", (program,))
+        return self._records("", (fingerprint,))
 
     def _records(self, where: str, arguments: tuple) -> list[Record]:
         rows = self._db.execute(
@@ -342,40 +342,40 @@ class TuningDatabase(Database):
         ).fetchall()
         return [Record(*row[:7], tuple(json.loads(row[7])), *row[8:]) for row in rows]
 
-    def decision(self, program: str, candidate_key: str | None = None) -> Decision | None:
+    def decision(self, fingerprint: str, candidate_key: str | None = None) -> Decision | None:
         """The latest decision on the program (about `candidate_key`, if given)."""
-        return next(self._decisions(program, candidate_key), None)
+        return next(self._decisions(fingerprint, candidate_key), None)
 
-    def best(self, program: str, *, allow_numerics_change: bool = False) -> Decision | None:
+    def best(self, fingerprint: str, *, allow_numerics_change: bool = False) -> Decision | None:
         """What the latest finished tune of the program chose here (None: never tuned here);
         a config that changes numerics only with `allow_numerics_change`."""
-        return next((d for d in self._decisions(program)
+        return next((d for d in self._decisions(fingerprint)
                      if allow_numerics_change or not d.chosen.flags.changes_numerics), None)
 
-    def release(self, program: str, keys: list[str]) -> None:
+    def release(self, fingerprint: str, keys: list[str]) -> None:
         with self._writing():
             self._db.executemany("DELETE FROM claims WHERE program = ? AND config = ? AND owner = ?",
-                                 [(program, key, self.owner) for key in keys])
+                                 [(fingerprint, key, self.owner) for key in keys])
 
-    def winners(self, program: str) -> list[CompileConfig]:
+    def winners(self, fingerprint: str) -> list[CompileConfig]:
         rows = self._db.execute(
             "SELECT chosen FROM decisions WHERE program != ? AND machine = ? AND jax = ? AND jaxlib = ? "
-            "ORDER BY rowid DESC", (program, *self._scope)).fetchall()
+            "ORDER BY rowid DESC", (fingerprint, *self._scope)).fetchall()
         chosen = [_config(key) for key in dict.fromkeys(key for (key,) in rows)]
         return [config for config in chosen if not config.is_default]
 
-    def _decisions(self, program: str, candidate_key: str | None = None) -> Iterator[Decision]:
+    def _decisions(self, fingerprint: str, candidate_key: str | None = None) -> Iterator[Decision]:
         """The program's decisions here, newest first."""
         query = (
             "SELECT program, candidate, chosen, default_ns, candidate_ns, noise_floor, strategy, "
             "space, timestamp FROM decisions WHERE program = ? AND machine = ? AND jax = ? "
             "AND jaxlib = ?"
         )
-        arguments: tuple = (program, *self._scope)
+        arguments: tuple = (fingerprint, *self._scope)
         if candidate_key is not None:
             query, arguments = query + " AND candidate = ?", arguments + (candidate_key,)
-        for program, candidate, chosen, *rest in self._db.execute(query + " ORDER BY rowid DESC", arguments).fetchall():
-            yield Decision(program, _config(candidate), _config(chosen), *rest)
+        for fingerprint, candidate, chosen, *rest in self._db.execute(query + " ORDER BY rowid DESC", arguments).fetchall():
+            yield Decision(fingerprint, _config(candidate), _config(chosen), *rest)
 
     def programs(self) -> list[ProgramEntry]:
         """Programs with records on this machine and compiler, most recently measured last."""
@@ -402,15 +402,15 @@ class TuningDatabase(Database):
 
     # Export
 
-    def export(self, program: str, fmt: str) -> Export:
+    def export(self, fingerprint: str, fmt: str) -> Export:
         """The chosen config of the latest tune as JSON, a compiler_options dict (JSON) or an
         XLA_FLAGS string. Layouts and per-kernel options are not XLA options: the two flag formats
         drop them, and the note says so."""
         if fmt not in EXPORT_FORMATS:
             raise HlotuneError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
-        best = self.decision(program)
+        best = self.decision(fingerprint)
         if best is None:
-            raise HlotuneError(f"{self.name_of(program)}: not tuned on this machine yet (run hlotune tune)")
+            raise HlotuneError(f"{self.name_of(fingerprint)}: not tuned on this machine yet (run hlotune tune)")
         config = best.chosen
         numerics = ("the tuned config changes numerics by design (it was searched with "
                     "--allow-numerics-change)" if config.flags.changes_numerics else "")

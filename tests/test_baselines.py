@@ -139,10 +139,6 @@ def test_load_scorer_baselines(tmp_path, monkeypatch):
     for name in ("baseline:nope", "baseline:gbdt@", "baseline:random@x"):
         with pytest.raises(HlotuneError, match="unknown baseline"):
             load_scorer(name)
-    tile = GraphSample(_graph([(8, 8)]), TileConfigs(np.zeros((2, 24), np.float32),
-                                                      np.ones(2, np.int64), np.ones(2, np.int64)))
-    with pytest.raises(HlotuneError, match="baseline:gbdt@DIR"):
-        load_scorer("baseline:gbdt")(tile)  # no built-in tile split to train on
 
 
 def test_gbdt_rank_learns_each_graphs_order_and_reloads_as_a_ranker(tmp_path, monkeypatch):

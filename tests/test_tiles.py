@@ -15,10 +15,10 @@ from hlotune.collect.tiles import (
     TileFolder,
     TileSettings,
     collect_tiles,
-    config_features,
     draw_kernel_configs,
     tile_rows,
 )
+from hlotune.compiler.kernel_sample import config_features
 from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.space import PARTITION_CHOICES
 from hlotune.data.npz import read_sample

@@ -68,7 +68,7 @@ def build_tiles(edition: Edition, minutes: float | None = None) -> None:
 def family_seconds(edition: Edition) -> dict[str, float]:
     """Each family's median seconds per collected program, both spaces summed."""
     per_program: dict[str, float] = {}
-    for summary in edition.root.glob("*/*/*.json"):
+    for summary in (path for space in SPACES for path in (edition.root / space).glob("*/*.json")):
         result = json.loads(summary.read_text())["result"]
         per_program[result["program"]] = per_program.get(result["program"], 0.0) + result["seconds"]
     by_family: dict[str, list[float]] = {}

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.collect.tiles import KERNELS, KernelSample, TileFolder, config_features, tile_rows
+from hlotune.collect.tiles import KERNELS, KernelSample, TileFolder, tile_rows
+from hlotune.compiler.kernel_sample import kernel_roofline, kernel_sample
 from hlotune.data.npz import write_sample
-from hlotune.data.sample import GraphSample, TileConfigs
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,6 @@ def write_tile_files(folder: Path) -> TileSummary:
     """Write each kernel's files from the folder's journal; a kernel whose card already counts
     all of its samples is left as it is (featurizing thousands of kernels again after every
     program would cost minutes)."""
-    from hlotune.hlo.featurize import featurize
     from hlotune.hlo.sources import from_text
 
     store = TileFolder(folder)
@@ -51,20 +50,15 @@ def write_tile_files(folder: Path) -> TileSummary:
         replicas = [abs(s.ns / s.default_ns - 1) for s in kernel_samples if s.replica]
         noise += [statistics.median(replicas)] if replicas else []
         kernels, samples = kernels + 1, samples + runtimes.size
-        card = _card(fingerprint, kernel_samples, parts, replicas)
+        hlo = from_text((folder / KERNELS / f"{fingerprint}.hlo").read_text())
+        roofline = kernel_roofline(hlo)
+        card = _card(fingerprint, kernel_samples, parts, replicas, roofline)
         card_path = folder / f"{fingerprint}.json"
         if card_path.exists() and json.loads(card_path.read_text()) == card:
             continue
-        text = (folder / KERNELS / f"{fingerprint}.hlo").read_text()
-        graph = featurize(from_text(text), progress=False)
-        xla = kernel_samples[0].xla
-        configs = TileConfigs(
-            config_feat=config_features(parts, xla),
-            config_runtime=np.median(runtimes, axis=1).round().astype(np.int64),
-            config_runtime_normalizers=np.full(len(parts), normalizer, dtype=np.int64),
-            config_runtime_samples=runtimes,
-        )
-        write_sample(folder / f"{fingerprint}.npz", GraphSample(graph, configs, fingerprint, f"kernel {fingerprint}"))
+        sample = kernel_sample(hlo, parts, kernel_samples[0].xla, runtimes=runtimes, normalizer=normalizer,
+                               name=fingerprint)
+        write_sample(folder / f"{fingerprint}.npz", sample)
         card_path.write_text(json.dumps(card, indent=1))
     programs = {s.program for s in store.samples}
     return TileSummary(kernels, samples, len(programs), len({family_of(p) for p in programs}),
@@ -75,7 +69,8 @@ def family_of(program: str) -> str:
     return program.partition("@")[0]
 
 
-def _card(fingerprint: str, samples: list[KernelSample], parts: list, replicas: list[float]) -> dict:
+def _card(fingerprint: str, samples: list[KernelSample], parts: list, replicas: list[float],
+          roofline: np.ndarray) -> dict:
     return {
         "fingerprint": fingerprint,
         "programs": sorted({s.program for s in samples}),
@@ -85,4 +80,6 @@ def _card(fingerprint: str, samples: list[KernelSample], parts: list, replicas: 
         "partitionings": [list(p) for p in parts],
         "samples": len(samples),
         "noise_floor": statistics.median(replicas) if replicas else None,
+        "flops": float(roofline[0]),
+        "bytes": float(roofline[1]),
     }

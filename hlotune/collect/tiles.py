@@ -36,12 +36,10 @@ import numpy as np
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.kernel_config import KernelConfig
 from hlotune.compiler.kernels import HloText, Kernel, kernels_of
-from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurement, Measurer
+from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurer
 from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS
 from hlotune.errors import HlotuneError
 
-TILE_FEATURES = 24  # config_feat width of the TpuGraphs tile collection
-MAX_DIMS = 6  # partitions per outer dimension in config_feat[:, :6]
 KERNELS = ".kernels"  # the folder of each kernel's module text
 JOURNAL = ".tile-journal.jsonl"
 
@@ -234,14 +232,3 @@ def tile_rows(samples: list[KernelSample]) -> tuple[list[tuple[int, ...]], np.nd
     parts = sorted(by_parts)
     width = min(len(v) for v in by_parts.values())
     return parts, np.array([by_parts[p][:width] for p in parts], dtype=np.int64), int(round(normalizer))
-
-
-def config_features(parts: list[tuple[int, ...]], xla_choice: tuple[int, ...]) -> np.ndarray:
-    """config_feat (c, 24): partitions per outer dimension [0:6] (0 past the last), their
-    product [6], 1 where the row is XLA's own choice [7]; the rest 0."""
-    feat = np.zeros((len(parts), TILE_FEATURES), dtype=np.float32)
-    for row, part in enumerate(parts):
-        feat[row, :min(len(part), MAX_DIMS)] = part[:MAX_DIMS]
-        feat[row, MAX_DIMS] = float(np.prod(part)) if part else 1.0
-        feat[row, MAX_DIMS + 1] = float(part == xla_choice)
-    return feat

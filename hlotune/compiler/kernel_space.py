@@ -11,7 +11,12 @@ from hlotune.compiler.kernels import Kernel, kernels_of
 from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
 
 
+def program_module(layouts: LayoutSpace) -> str:
+    """The fused module of the program's default compile, as the pass sees it."""
+    _, record = compile_with_pass(layouts.build(DEFAULT_LAYOUT).lower(*layouts.leaves))
+    return record.texts[-1]
+
+
 def program_kernels(layouts: LayoutSpace) -> list[Kernel]:
     """The kernels of the program's default compile, in the module's order."""
-    _, record = compile_with_pass(layouts.build(DEFAULT_LAYOUT).lower(*layouts.leaves))
-    return kernels_of(record.texts[-1])
+    return kernels_of(program_module(layouts))

@@ -207,6 +207,9 @@ CONFIG_KEYS: Mapping[str, tuple[KeySpec, ...]] = {
                 "runtime in ns of the default tile configuration",
                 rules=(Bounds(low=0, low_open=True),)),
         RUNTIME_SAMPLES,
+        KeySpec("kernel_roofline", "float", (2,),
+                "flops and bytes of an XLA:CPU kernel, whose config_feat are partitions",
+                required=False, rules=(NON_NEGATIVE,)),
     ),
     "layout": (
         KeySpec("node_config_ids", "int", ("nc",), "the configurable nodes",

@@ -9,16 +9,22 @@ scoring a config's predicted cost (lower = faster):
 - tile: minus the log of the tile sizes (the products of the kernel, output and input bounds):
   a kernel runs one step per tile, and each step pays a fixed overhead, so tiles doing more
   work per step rank faster. Blind to the memory limit that makes too large a tile spill.
+- tile, hlotune's XLA:CPU kernels (config_feat = outer-dimension partitions): a roofline. The
+  kernel's busy time (the slower of its flops and its bytes, as opt/costs.py counts them) is
+  shared by min(partitions, cores) threads, and each partition pays a dispatch overhead.
 - flags: penalties, in log-runtime units, for options that take optimisations away: no LLVM
   optimisation, each disabled HLO pass, no XNNPACK, single-threaded Eigen. Options whose
   effect depends on the machine (ISA, vector width, fast math) get none. The penalties are
   guesses of the effects' sizes, not fitted.
 
-A roofline estimate from flops and bytes was the other candidate, but no config here changes
-a program's flops, and only layouts change its bytes, which the layout rule already counts.
+For whole programs a roofline from flops and bytes was the other candidate, but no flag or
+layout changes a program's flops, and only layouts change its bytes, which the layout rule
+already counts; a kernel's partitions change how many threads share its roofline time.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 
@@ -28,6 +34,13 @@ from hlotune.errors import HlotuneError
 from hlotune.models.baselines.layout_changes import transpose_costs
 
 TILE_PRODUCTS = (7, 15, 23)  # config_feat: product of the kernel, output and input bounds
+PARTITIONS = 6  # config_feat of an XLA:CPU kernel: the product of its partitions
+
+# Roofline constants of one x86 core and the cost of one partition's task: guesses of the
+# orders of magnitude, not fitted.
+CORE_FLOPS = 2e10
+CORE_BANDWIDTH = 1e10
+PARTITION_OVERHEAD_S = 1e-6
 
 # (column, value, penalty): a config whose column holds value pays the penalty.
 FLAG_PENALTIES = (
@@ -43,11 +56,23 @@ def analytical_scores(sample: GraphSample) -> np.ndarray:
     configs = sample.configs
     if isinstance(configs, LayoutConfigs):
         return np.log1p(transpose_costs(sample).sum(axis=(1, 2)))
+    if isinstance(configs, TileConfigs) and configs.kernel_roofline is not None:
+        return np.log(_partitioned_seconds(configs))
     if isinstance(configs, TileConfigs):
         return -np.log1p(np.maximum(configs.config_feat[:, TILE_PRODUCTS], 0)).sum(axis=1)
     if isinstance(configs, FlagConfigs):
         return _flag_penalties(configs)
     raise HlotuneError(f"{sample.name or 'graph'}: the graph has no configs to score")
+
+
+def _partitioned_seconds(configs: TileConfigs) -> np.ndarray:
+    """Each config's roofline seconds: the kernel's busy time over the threads its partitions
+    can use (this machine's cores), plus an overhead per partition."""
+    flops, nbytes = (float(v) for v in configs.kernel_roofline)
+    busy = max(flops / CORE_FLOPS, nbytes / CORE_BANDWIDTH)
+    partitions = np.maximum(configs.config_feat[:, PARTITIONS], 1.0)
+    threads = np.minimum(partitions, os.cpu_count() or 1)
+    return busy / threads + partitions * PARTITION_OVERHEAD_S
 
 
 def _flag_penalties(configs: FlagConfigs) -> np.ndarray:

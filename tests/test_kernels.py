@@ -139,19 +139,6 @@ def test_hlotune_profile_prints_each_kernels_time_and_share(cli):
     assert bad.returncode == 1 and "x#1 matches no kernel" in bad.stderr
 
 
-def test_the_tile_space_tunes_the_programs_own_kernels(tmp_path):
-    from hlotune.compiler.kernel_space import program_kernels
-    from hlotune.compiler.layouts import LayoutSpace
-    from hlotune.programs import load_program
-    from hlotune.tuning.tuner import tune
-
-    result = tune("zoo:mlp@tiny", space="tile", budget=4, batch=3, db_path=tmp_path / "db.sqlite",
-                  progress=False, settings=MeasureSettings(rounds=2))
-    keys = {k.key for k in program_kernels(LayoutSpace(load_program("zoo:mlp@tiny")))}
-    assert result.measurements == 4 and result.to_json()["space"] == "tile"
-    assert set(result.candidate.kernels.to_dict()) <= keys
-
-
 def test_an_edited_module_keeps_its_large_constants():
     """XLA prints large constants as `{...}` by default; parsed back, they would be garbage."""
     table = jnp.asarray(np.random.default_rng(0).normal(size=(256, 256)), dtype=jnp.float32)

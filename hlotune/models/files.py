@@ -19,7 +19,7 @@ from torch import Tensor
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 
-PRETRAINED = ("flags", "layout")  # the collections a model ships for, in models/pretrained/
+PRETRAINED = ("flags", "layout", "tile")  # the collections a model ships for, in models/pretrained/
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT = "hlotune-graph-cost-model"

@@ -1,7 +1,7 @@
 """`hlotune tune` and `hlotune db`: autotune a program here, and read the tuning database.
 
-    hlotune tune PROGRAM [--space flags|layout|all] [--budget N] [--time T] [--strategy S]
-                 [--model M] [--fine-tune-every N] [--batch B] [--db PATH] [--seed S]
+    hlotune tune PROGRAM [--space flags|layout|tile|all] [--budget N] [--time T] [--strategy S]
+                 [--model M] [--per-kernel K] [--fine-tune-every N] [--batch B] [--db PATH] [--seed S]
                  [--runner local|ray[:ADDRESS]] [--json] [--quiet]
     hlotune db list [--db PATH] [--json]
     hlotune db show PROGRAM [--db PATH] [--json]
@@ -61,7 +61,10 @@ def add_commands(subparsers) -> None:
                       "only the most promising are measured: pretrained (the shipped models, "
                       "default), a model folder, baseline:NAME, transfer[@DIR] (flags: what the "
                       "options did to the built-in training programs, or to those collected in "
-                      "DIR), or none")
+                      "DIR), or none; in the tile space it ranks each kernel's partitions "
+                      "(pretrained: pretrained:tile; none: every candidate is measured)")
+    tune.add_argument("--per-kernel", type=int, default=2, metavar="K",
+                      help="tile space: measure each kernel's K favourite partitions (default 2)")
     tune.add_argument("--fine-tune-every", type=int, metavar="N",
                       help="fine-tune the model on this program's measurements every N configs")
     tune.add_argument("--batch", type=int, default=8, metavar="B", help="configs measured together")
@@ -150,6 +153,7 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
         space=args.space, budget=args.budget, time_s=args.time, strategy=args.strategy,
         model=None if args.model == "none" else args.model, fine_tune_every=args.fine_tune_every,
         online=args.online, warm_start=args.warm_start, batch=args.batch, seed=args.seed,
+        per_kernel=args.per_kernel,
         allow_numerics_change=args.allow_numerics_change,
         settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
     )

@@ -28,7 +28,7 @@ from hlotune.evaluation.scorers import Scorer
 from hlotune.tuning.options import DEFAULT_MODEL
 from hlotune.tuning.strategies import Trial
 
-COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "all": ("flags", "layout")}
+COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "tile": ("tile",), "all": ("flags", "layout")}
 
 
 class CostModel(ABC):

@@ -41,7 +41,7 @@ from hlotune.compiler.measure import OK, BatchResult, Measurement
 from hlotune.errors import HlotuneError
 
 EXPORT_FORMATS = ("json", "compiler_options", "xla_flags")
-_SCHEMA_VERSION = 2  # 2: measurements.max_rel_error
+_SCHEMA_VERSION = 3  # 2: measurements.max_rel_error; 3: measurements.kernel_costs
 _BUSY_TIMEOUT_S = 60.0
 CONFIRM_PREFIX = "confirm:"  # claims on re-measuring a candidate beside the default
 _CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only after this
@@ -67,6 +67,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     compile_s REAL NOT NULL,
     timestamp REAL NOT NULL,
     max_rel_error REAL,
+    kernel_costs TEXT,
     UNIQUE (program, config, machine, jax, jaxlib)
 );
 CREATE TABLE IF NOT EXISTS decisions (
@@ -117,6 +118,9 @@ class Record:
     compile_s: float
     timestamp: float
     max_rel_error: float | None = None  # outputs vs the default's (None: measured before v2)
+    # profiled kernels' times relative to the same kernels under the batch's default, by name
+    # (None: not profiled)
+    kernel_costs: dict[str, float] | None = None
 
     @property
     def config(self) -> CompileConfig:
@@ -230,12 +234,14 @@ class TuningDatabase(Database):
     def _migrate(self) -> None:
         with self._writing():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, _SCHEMA_VERSION):
+            if version not in (0, 1, 2, _SCHEMA_VERSION):
                 raise HlotuneError(
                     f"{self.path}: tuning database version {version}, this hlotune reads {_SCHEMA_VERSION}"
                 )
             if version == 1:  # its records keep max_rel_error NULL: not checked then
                 self._db.execute("ALTER TABLE measurements ADD COLUMN max_rel_error REAL")
+            if version in (1, 2):  # and kernel_costs NULL: not profiled
+                self._db.execute("ALTER TABLE measurements ADD COLUMN kernel_costs TEXT")
             for statement in _SCHEMA.split(";"):
                 self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -282,7 +288,8 @@ class TuningDatabase(Database):
         measurements = ([batch.defaults[0]] if with_default else []) + batch.measurements
         with self._writing():
             for measurement in measurements:
-                self._insert(fingerprint, measurement, batch.default_ns, batch.noise_floor)
+                self._insert(fingerprint, measurement, batch.default_ns, batch.noise_floor,
+                             _kernel_costs(measurement, batch.defaults[0]))
                 self._db.execute("DELETE FROM claims WHERE program = ? AND config = ? AND machine = ? "
                                  "AND jax = ? AND jaxlib = ?", (fingerprint, measurement.config.key, *self._scope))
 
@@ -306,12 +313,14 @@ class TuningDatabase(Database):
                 "SELECT config FROM claims WHERE program = ? AND owner = ?", (fingerprint, self.owner))}
         return [key for key in config_keys if key in held]
 
-    def _insert(self, fingerprint: str, m: Measurement, default_ns: float, noise_floor: float) -> None:
+    def _insert(self, fingerprint: str, m: Measurement, default_ns: float, noise_floor: float,
+                kernel_costs: dict[str, float] | None = None) -> None:
         self._db.execute(
-            "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fingerprint, m.config.key, *self._scope, m.status, m.reason,
              m.median_ns if m.samples_ns else None, default_ns, _finite_or_none(noise_floor),
-             json.dumps(m.samples_ns), m.compile_s, time.time(), _finite_or_none(m.max_rel_error)),
+             json.dumps(m.samples_ns), m.compile_s, time.time(), _finite_or_none(m.max_rel_error),
+             None if kernel_costs is None else json.dumps(kernel_costs)),
         )
 
     def decide(self, decision: Decision) -> None:
@@ -336,11 +345,12 @@ class TuningDatabase(Database):
     def _records(self, where: str, arguments: tuple) -> list[Record]:
         rows = self._db.execute(
             "SELECT program, config, status, reason, median_ns, default_ns, noise_floor, samples, "
-            "compile_s, timestamp, max_rel_error FROM measurements "
+            "compile_s, timestamp, max_rel_error, kernel_costs FROM measurements "
             f"WHERE program = ? {where} AND machine = ? AND jax = ? AND jaxlib = ? ORDER BY rowid",
             (*arguments, *self._scope),
         ).fetchall()
-        return [Record(*row[:7], tuple(json.loads(row[7])), *row[8:]) for row in rows]
+        return [Record(*row[:7], tuple(json.loads(row[7])), *row[8:11], row[11] and json.loads(row[11]))
+                for row in rows]
 
     def decision(self, fingerprint: str, candidate_key: str | None = None) -> Decision | None:
         """The latest decision on the program (about `candidate_key`, if given)."""
@@ -469,3 +479,11 @@ def _config(key: str) -> CompileConfig:
 
 def _finite_or_none(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
+
+
+def _kernel_costs(measured: Measurement, reference: Measurement) -> dict[str, float] | None:
+    """Each profiled kernel's time over its time in the batch's reference default, by name."""
+    if not measured.kernel_ns or not reference.kernel_ns:
+        return None
+    return {name: ns / reference.kernel_ns[name] for name, ns in measured.kernel_ns.items()
+            if reference.kernel_ns.get(name)}

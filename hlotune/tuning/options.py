@@ -32,18 +32,21 @@ DEFAULT_MODEL = "pretrained"  # the shipped models (cost_model.load_scorers)
 class TuneOptions:
     """A tune's search; an invalid value is an HlotuneError naming its field."""
 
-    space: str = "flags"  # flags, layout or all
+    space: str = "flags"  # flags, layout, tile or all
     budget: int | None = 32  # evaluated configs, the default included; None: time_s alone
     time_s: float | None = None  # seconds of search; whichever of the two ends first
     # A name, a Strategy (e.g. Exhaustive([...]) to measure chosen configs) or an Optuna sampler.
     strategy: str | Strategy | BaseSampler = RANKED
-    # Ranks the evolutionary strategy's candidates: "pretrained" (the shipped models), a scorer,
-    # a name for load_scorer, "transfer[@DIR]" (flags only), or None.
+    # Ranks the evolutionary strategy's candidates (the tile space: each kernel's candidates,
+    # kernelwise.py): "pretrained" (the shipped models), a scorer, a name for load_scorer,
+    # "transfer[@DIR]" (flags only), or None.
     model: str | Scorer | None = DEFAULT_MODEL
     fine_tune_every: int | None = None  # fine-tune the model every N evaluated configs
     online: bool = True  # the model also learns this program's measurements after every batch
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
     batch: int = 8  # configs measured together
+    # tile, ranked: candidates measured per kernel, the model's favourites (without a model, all)
+    per_kernel: int = 2
     seed: int = 0
     allow_numerics_change: bool = False  # also search options that change results by design
     settings: MeasureSettings = MeasureSettings()
@@ -53,7 +56,7 @@ class TuneOptions:
             raise HlotuneError(f"space must be one of {', '.join(SPACES)}, got {self.space!r}")
         if self.budget is None and self.time_s is None:
             raise HlotuneError("budget or time_s must be given: configs to evaluate or seconds")
-        for name in ("budget", "batch", "fine_tune_every"):
+        for name in ("budget", "batch", "fine_tune_every", "per_kernel"):
             value = getattr(self, name)
             if value is not None and value < 1:
                 raise HlotuneError(f"{name} must be at least 1, got {value}")
@@ -74,14 +77,18 @@ class TuneOptions:
 
     @property
     def ranking_model(self) -> str | Scorer | None:
-        """`model`, but the default serves only the strategy that ranks: with another, none;
-        nor in the tile space, which ships no pretrained model yet (the online model of the
-        program's own kernel choices ranks there)."""
-        if self.model == DEFAULT_MODEL and (self.strategy != RANKED or self.space == "tile"):
+        """`model`, but the default serves only the strategy that ranks: with another, none."""
+        if self.model == DEFAULT_MODEL and self.strategy != RANKED:
             return None
         return self.model
 
     @property
+    def kernelwise(self) -> bool:
+        """The tile space's ranked search is XTAT's: each kernel on its own (kernelwise.py)."""
+        return self.space == "tile" and self.strategy == RANKED
+
+    @property
     def learns_online(self) -> bool:
-        """Whether the ranking model learns this program's measurements after every batch."""
-        return self.online and self.strategy == RANKED
+        """Whether the ranking model learns this program's measurements after every batch (the
+        kernelwise search measures the model's favourites once: nothing left to re-rank)."""
+        return self.online and self.strategy == RANKED and not self.kernelwise

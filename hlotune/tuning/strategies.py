@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +39,8 @@ class Trial:
 
     config: CompileConfig
     cost: float  # runtime / the same batch's default runtime; inf: failed or wrong output
+    # profiled kernels' times / their times under the batch's default, by kernel name
+    kernel_costs: Mapping[str, float] | None = None
 
 
 class Strategy(ABC):

@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.kernel_space import program_kernels
+from hlotune.compiler.kernel_space import program_module
+from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurement
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.programs import Program, load_program
@@ -46,6 +47,7 @@ from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
+from hlotune.tuning.kernelwise import Kernelwise, rank_candidates
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.online import OnlineCostModel
 from hlotune.tuning.options import TuneOptions
@@ -139,12 +141,16 @@ def tune(
     model = options.ranking_model
     scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
     layouts = LayoutSpace(loaded) if options.space != "flags" or scored else None
-    kernels = program_kernels(layouts) if options.space == "tile" else None
+    module = program_module(layouts) if options.space == "tile" else None
     search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change,
-                               kernels=kernels)
-    prior = _prior(options, layouts)
-    cost_model = OnlineCostModel(prior) if options.learns_online else prior
-    search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
+                               kernels=None if module is None else kernels_of(module))
+    if options.kernelwise:
+        prior = cost_model = None
+        search = _kernelwise(options, search_space, module)
+    else:
+        prior = _prior(options, layouts)
+        cost_model = OnlineCostModel(prior) if options.learns_online else prior
+        search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
     extra = [UpdateCostModel(1)] if options.learns_online else []
     if prior is not None and options.fine_tune_every:
         extra.append(UpdateCostModel(options.fine_tune_every, prior))
@@ -153,11 +159,14 @@ def tune(
         if options.warm_start and not isinstance(options.strategy, Strategy):
             search = _warm_started(search, search_space, db.winners(fingerprint)[:options.warm_start])
         tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
-                      callbacks=[*extra, *callbacks], settings=options.settings,
+                      callbacks=[*extra, *callbacks], settings=_settings(options),
                       fingerprint=fingerprint)
         deadline = None if options.time_s is None else started + options.time_s
         decision = tuner.run(options.budget, deadline, options.batch)
     return tuner.result(decision, seconds=time.monotonic() - started)
+
+
+TILE_PROFILE_RUNS = 10  # profiled calls per config and round in the tile space
 
 
 def _prior(options: TuneOptions, layouts: LayoutSpace | None) -> CostModel | None:
@@ -169,6 +178,24 @@ def _prior(options: TuneOptions, layouts: LayoutSpace | None) -> CostModel | Non
     if _is_transfer(model):
         return load_transfer(model, options.space)
     return ScorerCostModel(load_scorers(model, options.space), layouts, options.seed)
+
+
+def _kernelwise(options: TuneOptions, space: SearchSpace, module: str) -> Kernelwise:
+    """XTAT's search: each kernel's candidates ranked by the tile model; without a model, every
+    candidate measured."""
+    model = options.ranking_model
+    scorer = None if model is None else load_scorers(model, "tile")["tile"]
+    candidates = rank_candidates(module, kernels_of(module), scorer)
+    per_kernel = options.per_kernel if scorer is not None else len(PARTITION_CHOICES)
+    return Kernelwise(space, candidates, per_kernel)
+
+
+def _settings(options: TuneOptions) -> MeasureSettings:
+    """The measurement settings; in the tile space each config is profiled too (kernels are
+    what it tunes), unless the settings profile already."""
+    if options.space != "tile" or options.settings.profile_runs:
+        return options.settings
+    return replace(options.settings, profile_runs=TILE_PROFILE_RUNS)
 
 
 def _is_transfer(model: str | Scorer) -> bool:
@@ -277,7 +304,7 @@ class Tuner:
             records |= {config: self.database.lookup(self.fingerprint, config.key) for config in missing}
             missing = [config for config in missing if records[config] is None]
         self.resumed += len(configs) - measured_here
-        return [Trial(config, records[config].cost) for config in configs]
+        return [Trial(config, records[config].cost, records[config].kernel_costs) for config in configs]
 
     def _measure(self, configs: list[CompileConfig]) -> list[BatchResult]:
         results = self.runner.measure(self.program.name, configs, self.settings)

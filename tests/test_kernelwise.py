@@ -1,0 +1,72 @@
+"""The tile space's search, XTAT's: each kernel's candidates ranked by the tile model, the
+favourites of every kernel measured together, each kernel's fastest kept."""
+
+from __future__ import annotations
+
+import pytest
+
+from hlotune.compiler.kernels import Kernel
+from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
+from hlotune.errors import HlotuneError
+from hlotune.tuning.kernelwise import KERNEL_NOISE, KernelCandidates, Kernelwise
+from hlotune.tuning.strategies import Trial
+
+pytestmark = pytest.mark.usefixtures("one_thread")
+
+
+def _kernel(name: str) -> Kernel:
+    return Kernel(name, f"{name}#{name}", name, "kLoop", "c", "f32[8]", {})
+
+
+def _strategy(per_kernel: int) -> tuple[Kernelwise, list[Kernel]]:
+    kernels = [_kernel("a"), _kernel("b")]
+    space = SearchSpace("tile", kernels=kernels)
+    ranked = [KernelCandidates(kernels[0], ((4,), (1,), (2,))), KernelCandidates(kernels[1], ((16,), (2,), (8,)))]
+    return Kernelwise(space, ranked, per_kernel), kernels
+
+
+def test_each_round_gives_every_kernel_its_next_favourite_then_the_fastest_of_each():
+    search, (a, b) = _strategy(per_kernel=2)
+    rounds = search.ask(8)
+    assert [dict(c.kernels.partitions) for c in rounds] == [{a.key: (4,), b.key: (16,)}, {a.key: (1,), b.key: (2,)}]
+    # a is faster on its second candidate, b on neither beyond the kernel noise
+    search.tell([Trial(rounds[0], 1.0, {"a": 0.95, "b": 1.0 - KERNEL_NOISE / 2}),
+                 Trial(rounds[1], 1.0, {"a": 0.5, "b": 1.3})])
+    (combined,) = search.ask(8)
+    assert dict(combined.kernels.partitions) == {a.key: (1,)}
+    assert search.ask(8) == []
+
+
+def test_a_failed_config_teaches_nothing_about_its_kernels():
+    search, _ = _strategy(per_kernel=1)
+    (only,) = search.ask(8)
+    search.tell([Trial(only, float("inf"), {"a": 0.1, "b": 0.1})])
+    assert search.ask(8) == []  # nothing beat XLA's choice: the combination is the default
+
+
+def test_per_kernel_must_be_positive():
+    with pytest.raises(HlotuneError, match="per_kernel"):
+        _strategy(per_kernel=0)
+
+
+def test_a_tile_tune_measures_each_kernels_favourites_and_keeps_their_times(tmp_path):
+    from hlotune.compiler.kernel_space import program_kernels
+    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.programs import load_program
+    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.fingerprint import program_fingerprint
+    from hlotune.tuning.tuner import tune
+
+    program = load_program("zoo:mlp@tiny")
+    result = tune("zoo:mlp@tiny", space="tile", budget=8, per_kernel=2, db_path=tmp_path / "db.sqlite",
+                  progress=False, settings=MeasureSettings(rounds=2))
+    kernels = [k for k in program_kernels(LayoutSpace(program)) if k.kind not in UNTUNABLE_KINDS]
+    assert result.to_json()["space"] == "tile" and result.strategy == "kernelwise"
+    with TuningDatabase(tmp_path / "db.sqlite") as db:
+        records = [r for r in db.records(program_fingerprint(program)) if r.config.kernels.partitions]
+    first, second = (dict(r.config.kernels.partitions) for r in records[:2])
+    assert set(first) == set(second) == {k.key for k in kernels}  # every kernel, every round
+    assert all(first[k] != second[k] and first[k] in PARTITION_CHOICES for k in first)
+    assert all(r.kernel_costs and {k.name for k in kernels} <= set(r.kernel_costs) for r in records[:2])
+    assert set(result.candidate.kernels.to_dict()) <= {k.key for k in kernels}

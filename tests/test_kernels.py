@@ -68,6 +68,19 @@ def test_a_kernel_key_that_matches_nothing_is_an_error_naming_it():
         compile_with_pass(_lowered(), config.apply)
 
 
+def test_a_config_whose_kernel_key_matches_nothing_is_recorded_failed_and_the_batch_goes_on():
+    from hlotune.compiler.kernel_space import program_kernels
+    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.programs import load_program
+
+    real = next(k.key for k in program_kernels(LayoutSpace(load_program("zoo:mlp@tiny"))) if k.kind == "kLoop")
+    configs = [CompileConfig(kernels=KernelConfig.from_dict({key: {"outer_dimension_partitions": [2]}}))
+               for key in ("nothing#0123456789ab", real)]
+    bad, good = measure("zoo:mlp@tiny", configs, MeasureSettings(rounds=2)).measurements
+    assert bad.status == "failed" and "nothing#0123456789ab matches no kernel" in bad.reason
+    assert good.ok and good.max_rel_error <= 1e-5 and good.samples_ns
+
+
 @pytest.mark.parametrize("bad,message", [
     ({"k#1": {"unroll": 2}}, "unknown option 'unroll'"),
     ({"k#1": {"outer_dimension_partitions": [0]}}, "at least 1"),

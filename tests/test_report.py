@@ -19,12 +19,17 @@ import pytest
 
 from conftest import need
 from hlotune.cli import main
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.hook import compile_config
+from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import FAILED, MeasureSettings, OK
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.evaluate import evaluate
+from hlotune.programs import load_program
 from hlotune.report.importance import choice_effects, choices
+from hlotune.report.page import Page
+from hlotune.report.profile import profile_section
 from hlotune.evaluation.scorers import load_scorer
 from hlotune.tuning.database import Record, TuningDatabase
 from hlotune.tuning.tuner import tune
@@ -89,6 +94,41 @@ def test_the_tuning_report_has_a_section_per_program(tuned, tmp_path, capsys):
     assert _report("--db", str(tuned), PROGRAMS[1], "--out", str(one)) == 0
     page = one.read_text()
     assert page.count("<h2>") == 1 and PROGRAMS[1] in page and f"{PROGRAMS[0]} (" not in page
+
+
+def test_the_tuning_report_shows_where_the_time_goes(tuned, tmp_path):
+    """Kernel tables of the default and the chosen config, named as in the compiled module."""
+    out = tmp_path / "profile.html"
+    assert _report("--db", str(tuned), PROGRAMS[0], "--out", str(out)) == 0
+    page = out.read_text()
+    assert page.count("<h3>Where the time goes</h3>") == 1 and "No profile" not in page
+    with TuningDatabase(tuned) as db:
+        decision = next(entry.best for entry in db.programs() if entry.name == PROGRAMS[0])
+    configs = [DEFAULT_CONFIG] + ([] if decision.kept_default else [decision.chosen])
+    tables = re.findall(r"<table>(.*?)</table>", page.split("<h3>Where the time goes</h3>")[1])
+    assert len(tables) == len(configs)
+    for table, config in zip(tables, configs):
+        assert "<th>HLO ops</th><th>source lines</th>" in table
+        names = set(re.findall(r"<tr><td>([^<.][^<]*)</td>", table))
+        instructions = set(re.findall(r"%([\w.\-]+) = ", _compiled_text(PROGRAMS[0], config)))
+        assert names and names <= instructions, names - instructions
+        assert any("fusion" in name for name in names)
+
+    bare = tmp_path / "bare.html"
+    assert _report("--db", str(tuned), PROGRAMS[0], "--out", str(bare), "--no-profile") == 0
+    assert "Where the time goes" not in bare.read_text()
+
+
+def _compiled_text(program: str, config: CompileConfig) -> str:
+    """The module XLA compiles for `config`, as the measuring worker compiles it."""
+    space = LayoutSpace(load_program(program))
+    return compile_config(space.build(config.layout).lower(*space.leaves), config).as_text()
+
+
+def test_a_program_that_changed_since_its_tune_is_not_profiled():
+    page = Page("t")
+    profile_section(page, PROGRAMS[0], "0" * 64, None)
+    assert "No profile: zoo:mlp@tiny no longer computes what was tuned" in page.render()
 
 
 def test_the_evaluation_report_plots_predictions_curves_and_the_ceiling(evaluated, tmp_path):

@@ -42,11 +42,23 @@ class ProgramProfile:
 def profile_program(program: str, config: CompileConfig = DEFAULT_CONFIG, *, runs: int = 10,
                     settings: MeasureSettings = MeasureSettings(rounds=5)) -> ProgramProfile:
     """Time `program` under `config`, then profile `runs` calls of it."""
+    return profile_configs(program, [config], runs=runs, settings=settings)[0]
+
+
+def profile_configs(program: str, configs: list[CompileConfig], *, runs: int = 10,
+                    settings: MeasureSettings = MeasureSettings(rounds=5)) -> list[ProgramProfile]:
+    """Profile several configs of `program` in one batch, so that their tables compare like
+    for like (same worker, interleaved rounds); XLA's default is the batch's own reference."""
     if runs < 1:
         raise HlotuneError(f"--runs must be at least 1, got {runs}")
     settings = MeasureSettings(**{**asdict(settings), "profile_runs": runs})
-    result = measure(program, [] if config.is_default else [config], settings)
-    measured = result.defaults[0] if config.is_default else result.measurements[0]
+    result = measure(program, [c for c in configs if not c.is_default], settings)
+    candidates = iter(result.measurements)
+    return [_profile(program, config, result.defaults[0] if config.is_default else next(candidates))
+            for config in configs]
+
+
+def _profile(program: str, config: CompileConfig, measured: Measurement) -> ProgramProfile:
     if not measured.ok:
         raise HlotuneError(f"{program}: the config {measured.status}: {measured.reason}")
     if measured.profile_error:
@@ -74,17 +86,32 @@ def kernel_rows(measured: Measurement) -> list[KernelRow]:
 
 def format_profile(profile: ProgramProfile, top: int = 20) -> str:
     lines = [
-        f"{profile.program}: {profile.wall_ms:.3f} ms a run (timed rounds); kernels sum to "
-        f"{profile.kernels_ms:.3f} ms ({profile.kernels_ms / profile.wall_ms:.0%} of the run; "
-        "above 100% where kernels overlap on threads)",
+        f"{profile.program}: {headline(profile)}",
         f"{'kernel':<32} {'ms':>9} {'share':>6} {'calls':>5}  {'kind':<8} ops / source",
     ]
     for row in profile.kernels[:top]:
-        ops = ", ".join(op.rsplit("/", 1)[-1] for op in row.ops[:4]) + (" ..." if len(row.ops) > 4 else "")
         source = row.sources[0] if row.sources else ""
         lines.append(f"{row.name[:32]:<32} {row.ms:9.3f} {row.share:6.1%} {row.calls:5d}  "
-                     f"{row.kind:<8} {ops}" + (f"  [{source}]" if source else ""))
+                     f"{row.kind:<8} {short_ops(row)}" + (f"  [{source}]" if source else ""))
     if len(profile.kernels) > top:
-        rest = profile.kernels[top:]
-        lines.append(f"... {len(rest)} more kernels, {sum(r.ms for r in rest):.3f} ms")
+        lines.append(more_kernels(profile, top))
     return "\n".join(lines)
+
+
+def headline(profile: ProgramProfile) -> str:
+    """The run's time against the kernels' sum: how much of a run the table accounts for."""
+    return (f"{profile.wall_ms:.3f} ms a run (timed rounds); kernels sum to "
+            f"{profile.kernels_ms:.3f} ms ({profile.kernels_ms / profile.wall_ms:.0%} of the run; "
+            "above 100% where kernels overlap on threads)")
+
+
+def short_ops(row: KernelRow, limit: int = 4) -> str:
+    """The fused ops' last name parts (`jit(f)/jit(relu)/max` -> `max`), the first `limit`."""
+    names = ", ".join(op.rsplit("/", 1)[-1] for op in row.ops[:limit])
+    return names + (" ..." if len(row.ops) > limit else "")
+
+
+def more_kernels(profile: ProgramProfile, top: int) -> str:
+    """What a table of the `top` heaviest kernels leaves out."""
+    rest = profile.kernels[top:]
+    return f"... {len(rest)} more kernels, {sum(r.ms for r in rest):.3f} ms"

@@ -1,12 +1,13 @@
 """`hlotune report`: a tuning database or an `hlotune eval --json` result as one HTML page.
 
-    hlotune report [--db PATH] [PROGRAM] --out FILE.html
+    hlotune report [--db PATH] [PROGRAM] --out FILE.html [--no-profile]
     hlotune report --eval EVAL.json --out FILE.html
 
 Without PROGRAM, the tuning report has one section per program measured on this machine and
-compiler. The page is self-contained (inline SVG, no script, no external URL): it opens
-offline and can be attached anywhere. Matplotlib loads inside the handler so that `hlotune
---help` stays fast.
+compiler, each ending with the kernels of XLA's default and of the chosen config, profiled as
+the page is written (--no-profile skips that). The page is self-contained (inline SVG, no
+script, no external URL): it opens offline and can be attached anywhere. Matplotlib loads
+inside the handler so that `hlotune --help` stays fast.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def add_commands(subparsers) -> None:
                         help="the output of hlotune eval --json [--predictions]")
     report.add_argument("--out", type=Path, required=True, metavar="FILE.html",
                         help="where to write the page")
+    report.add_argument("--no-profile", action="store_true",
+                        help="leave out \"Where the time goes\": the kernel tables of the default "
+                        "and the chosen config, profiled on this machine as the page is written "
+                        "(seconds per program)")
     report.set_defaults(run=run_report)
 
 
@@ -76,6 +81,7 @@ def _last_json(text: str, path: Path) -> object:
 
 
 def _tuning_page(args: argparse.Namespace):
+    from hlotune.report.profile import PROFILE_RUNS
     from hlotune.report.tuning import tuning_report
     from hlotune.tuning.commands import open_database, resolve_fingerprint
 
@@ -88,5 +94,5 @@ def _tuning_page(args: argparse.Namespace):
             fingerprints = [resolve_fingerprint(db, args.program)]
             if not db.records(fingerprints[0]):
                 raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
-        page = tuning_report(db, fingerprints)
+        page = tuning_report(db, fingerprints, 0 if args.no_profile else PROFILE_RUNS)
     return page, f"tuning report of {len(fingerprints)} program(s)"

@@ -3,7 +3,8 @@
 A section per program, from its records on this machine and compiler (every config measured,
 with its samples) and the latest decision: the best-so-far speedup against configs evaluated
 beside the noise floor, every config's runtime with its spread, which choices matter
-(importance.py) and the chosen config against the default, with the ways to apply it.
+(importance.py) and the chosen config against the default, with the ways to apply it; with
+`profile_runs`, where the time of both goes, kernel by kernel (profile.py).
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ from matplotlib.figure import Figure
 
 from hlotune.report.importance import ChoiceEffect, choice_effects, choices
 from hlotune.report.page import Page
+from hlotune.report.profile import profile_section
 from hlotune.tuning.database import Decision, Record, TuningDatabase
 
 TOP_CHOICES = 20  # in the importance figure and table
 _DEFAULT, _CHOSEN, _OTHER = "tab:orange", "tab:green", "tab:blue"
 
 
-def tuning_report(db: TuningDatabase, fingerprints: list[str]) -> Page:
+def tuning_report(db: TuningDatabase, fingerprints: list[str], profile_runs: int = 0) -> Page:
+    """The page; `profile_runs` > 0 profiles each program as it is written (0: no profile)."""
     machine = db.machine
     what = db.name_of(fingerprints[0]) if len(fingerprints) == 1 else f"{len(fingerprints)} programs"
     page = Page(
@@ -29,11 +32,11 @@ def tuning_report(db: TuningDatabase, fingerprints: list[str]) -> Page:
         "every runtime here was measured on that machine",
     )
     for fingerprint in fingerprints:
-        _program_section(page, db, fingerprint)
+        _program_section(page, db, fingerprint, profile_runs)
     return page
 
 
-def _program_section(page: Page, db: TuningDatabase, fingerprint: str) -> None:
+def _program_section(page: Page, db: TuningDatabase, fingerprint: str, profile_runs: int) -> None:
     name, records, decision = db.name_of(fingerprint), db.records(fingerprint), db.best(fingerprint)
     page.heading(f"{name} ({fingerprint[:12]})")
     noise = _noise(records, decision)
@@ -53,6 +56,8 @@ def _program_section(page: Page, db: TuningDatabase, fingerprint: str) -> None:
     _records_table(page, records)
     _importance(page, records, noise)
     _chosen(page, db, fingerprint, decision)
+    if profile_runs:
+        profile_section(page, name, fingerprint, decision, profile_runs)
 
 
 def _cost(record: Record) -> float:

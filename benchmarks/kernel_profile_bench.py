@@ -1,0 +1,153 @@
+"""Kernel-profile benchmark: do a program's kernels account for its run, and does profiling
+leave the measured runtimes alone?
+
+1. Coverage: per program, what `hlotune profile` reports: the run's wall time (median of the
+   timed rounds), the kernels' summed time, their ratio and the number of kernels; then the
+   median ratio over programs (issue 28's goal: the sum within 15% of the wall time on the
+   median program). Below 1 is time outside any kernel (the runtime's dispatch, argument
+   handling, hand-offs between threads); above 1, kernels overlapping on threads.
+2. Overhead: the default config's runtime, measured by one Measurer (one worker) in batches
+   that alternate between profile_runs=0 and profiling on, the order flipped every seed. A
+   profiled batch times its rounds before it profiles, so the claim to check is that the
+   runtimes agree within the noise floor (a batch's default replicas' spread). On a shared
+   machine whole batches drift (each compiles afresh, and other load comes and goes: the
+   spread between the unprofiled batches shows how much), so the ratio is the median over
+   seeds of each pair's profiled / unprofiled: two batches back to back.
+
+    python benchmarks/kernel_profile_bench.py                                  # the default programs
+    python benchmarks/kernel_profile_bench.py --programs zoo:mlp@small zoo:gpt@tiny --seeds 2 --out bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hlotune.compiler.measure import MeasureSettings, Measurer  # noqa: E402
+from hlotune.compiler.program_profile import profile_program  # noqa: E402
+
+PROGRAMS = ("zoo:vit@small", "zoo:mlp@small", "zoo:cnn@small", "zoo:gpt@tiny", "corpus:hf-bert@tiny")
+GOAL = 0.15  # the kernels' sum within this of the wall time, on the median program
+
+
+@dataclass(frozen=True)
+class Coverage:
+    program: str
+    wall_ms: float
+    kernels_ms: float
+    kernels: int
+
+    @property
+    def ratio(self) -> float:
+        return self.kernels_ms / self.wall_ms
+
+
+@dataclass(frozen=True)
+class Overhead:
+    program: str
+    unprofiled_ms: list[float]  # the default's median, one per batch without profiling
+    profiled_ms: list[float]  # the same, per batch with profiling, paired by seed
+    noise_floors: list[float]  # every batch's
+
+    @property
+    def pair_ratios(self) -> list[float]:
+        return [p / u for p, u in zip(self.profiled_ms, self.unprofiled_ms)]
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.pair_ratios)
+
+    @property
+    def noise_floor(self) -> float:
+        return statistics.median(self.noise_floors)
+
+    @property
+    def batch_spread(self) -> float:
+        """(max - min) / min of the unprofiled batches' medians: "no change" between batches."""
+        return max(self.unprofiled_ms) / min(self.unprofiled_ms) - 1
+
+    @property
+    def within_noise(self) -> bool:
+        return abs(self.ratio - 1) <= self.noise_floor
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", nargs="+", default=list(PROGRAMS))
+    parser.add_argument("--runs", type=int, default=10, help="profiled runs per profile round")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per batch")
+    parser.add_argument("--seeds", type=int, default=4, help="pairs of batches for the overhead")
+    parser.add_argument("--out", type=Path, help="write the results as JSON")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON last")
+    args = parser.parse_args()
+    settings = MeasureSettings(rounds=args.rounds)
+    coverage = [_coverage(program, args.runs, settings) for program in args.programs]
+    overhead = [_overhead(program, args.runs, args.seeds, settings) for program in args.programs]
+    _print_coverage(coverage)
+    _print_overhead(overhead)
+    results = {"settings": vars(args) | {"out": args.out and str(args.out)},
+               "coverage": [asdict(c) | {"ratio": c.ratio} for c in coverage],
+               "overhead": [asdict(o) | {"ratio": o.ratio, "noise_floor": o.noise_floor,
+                                         "batch_spread": o.batch_spread, "within_noise": o.within_noise,
+                                         "pair_ratios": o.pair_ratios}
+                            for o in overhead]}
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1))
+    if args.json:
+        print(json.dumps(results))
+
+
+def _coverage(program: str, runs: int, settings: MeasureSettings) -> Coverage:
+    profile = profile_program(program, runs=runs, settings=settings)
+    return Coverage(program, profile.wall_ms, profile.kernels_ms, len(profile.kernels))
+
+
+def _overhead(program: str, runs: int, seeds: int, settings: MeasureSettings) -> Overhead:
+    """Batches of the default alone in one worker: unprofiled then profiled, flipped per seed."""
+    medians: dict[int, list[float]] = {0: [], runs: []}
+    floors = []
+    with Measurer(program, settings) as measurer:
+        for seed in range(seeds):
+            for profile_runs in (0, runs) if seed % 2 == 0 else (runs, 0):
+                measurer.settings = replace(settings, seed=seed, profile_runs=profile_runs)
+                batch = measurer.measure([])
+                medians[profile_runs].append(batch.default_ns / 1e6)
+                floors.append(batch.noise_floor)
+    return Overhead(program, medians[0], medians[runs], floors)
+
+
+def _print_coverage(rows: list[Coverage]) -> None:
+    print("| program | wall ms | kernels ms | sum / wall | kernels |")
+    print("|---|---:|---:|---:|---:|")
+    for row in rows:
+        print(f"| {row.program} | {row.wall_ms:.4f} | {row.kernels_ms:.4f} | {row.ratio:.2f} | "
+              f"{row.kernels} |")
+    median = statistics.median(row.ratio for row in rows)
+    verdict = "within" if abs(median - 1) <= GOAL else "outside"
+    print(f"\nmedian sum / wall over {len(rows)} programs: {median:.2f} "
+          f"({verdict} the goal of 1 +- {GOAL:.0%})\n")
+
+
+def _print_overhead(rows: list[Overhead]) -> None:
+    print("| program | unprofiled ms | profiled ms | profiled / unprofiled (pairs) | pairs slower "
+          "profiled | noise floor | spread between unprofiled batches | within the floor |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|")
+    for row in rows:
+        slower = sum(r > 1 for r in row.pair_ratios)
+        print(f"| {row.program} | {statistics.median(row.unprofiled_ms):.4f} | "
+              f"{statistics.median(row.profiled_ms):.4f} | {row.ratio:.3f} | "
+              f"{slower}/{len(row.pair_ratios)} | "
+              f"{row.noise_floor:.1%} | {row.batch_spread:.1%} | {'yes' if row.within_noise else 'no'} |")
+    median = statistics.median(row.ratio for row in rows)
+    print(f"\nmedian profiled / unprofiled over {len(rows)} programs: {median:.3f} "
+          f"({len(rows[0].unprofiled_ms)} pairs of batches each, alternating in one worker per program)")
+
+
+if __name__ == "__main__":
+    main()

@@ -45,6 +45,8 @@ FULL = {
     # it, test tau fell from about 0.3 to about 0.13 (2 seeds), so layout ranks by hinge alone.
     "layout": dict(loss="pairwise_hinge", num_layers=3, cross_config_attention=True,
                    prune_hops=3),
+    # XLA:CPU kernels (builtin:tile): at most six partitionings each; `hlotune train`'s defaults
+    "tile": dict(loss="pairwise_hinge"),
 }
 ABLATIONS = {
     "full": {},

@@ -7,7 +7,9 @@ Two parts, one report:
   every candidate partitioning was measured: a model's top-k candidates per kernel are
   "measured" by reading their recorded times. The kernel speedup kept is the time the top-k
   save against XLA's choice, over what the best of all candidates saves, summed over kernels
-  (time-weighted: a kernel matters by the time it takes). Exact and repeatable: nothing runs.
+  (time-weighted: a kernel matters by the time it takes; a few heavy kernels decide it), and
+  per kernel: how much slower its kept candidate is than its best (mean), and how often the
+  top-k holds the best. Exact and repeatable: nothing runs.
 - live (--live PROGRAM ...): `hlotune tune PROGRAM --space tile` for real, once per
   per-kernel count, each in a fresh database, timed: kernels tuned per hour is the program's
   tunable kernels over the tune's wall time. "all" measures every candidate (no model).
@@ -42,7 +44,7 @@ def replay(model: str, data: str, per_kernel: int) -> dict:
     """Time-weighted kernel speedup kept by measuring the model's `per_kernel` favourites."""
     scorer = load_scorer(model)
     default_total = best_total = kept_total = 0.0
-    kernels = 0
+    kernels, lost, hits = 0, [], 0
     for sample in Dataset(data):
         configs = sample.configs
         runtimes = configs.config_runtime.astype(float)
@@ -53,13 +55,17 @@ def replay(model: str, data: str, per_kernel: int) -> dict:
         top = np.argsort(np.asarray(scorer(sample)), kind="stable")[:per_kernel]
         default_total += default
         best_total += min(default, runtimes.min())
-        kept_total += min(default, runtimes[top].min())
+        kept = min(default, runtimes[top].min())
+        kept_total += kept
         kernels += 1
+        lost.append(kept / min(default, runtimes.min()) - 1)
+        hits += int(runtimes.argmin() in top)
     saved_best, saved_kept = default_total - best_total, default_total - kept_total
     return {"model": model, "per_kernel": per_kernel, "kernels": kernels,
             "speedup_all": default_total / best_total, "speedup_kept": default_total / kept_total,
             "saving_kept": saved_kept / saved_best if saved_best > 0 else 1.0,
-            "lost": (kept_total - best_total) / default_total}
+            "lost": (kept_total - best_total) / default_total,
+            "kernel_lost_mean": float(np.mean(lost)), "top_k_hit": hits / kernels}
 
 
 def live(program: str, per_kernel: int | None, budget: int) -> dict:
@@ -102,11 +108,13 @@ def main() -> None:
     report = {"replay": [replay(m, args.data, k) for m in args.models for k in args.per_kernel],
               "live": [live(p, k, args.budget) for p in args.live for k in (*args.per_kernel, None)]}
     print(f"replay on {args.data}: time-weighted kernel speedup, top-k of each kernel measured\n")
-    print("| model | k | kernels | speedup, all candidates | speedup kept | saving kept | lost |")
-    print("|---|---|---|---|---|---|---|")
+    print("| model | k | kernels | speedup, all candidates | speedup kept | saving kept | lost | "
+          "lost per kernel (mean) | best in top-k |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in report["replay"]:
         print(f"| {r['model']} | {r['per_kernel']} | {r['kernels']} | {r['speedup_all']:.3f}x | "
-              f"{r['speedup_kept']:.3f}x | {r['saving_kept']:.0%} | {r['lost']:.2%} |")
+              f"{r['speedup_kept']:.3f}x | {r['saving_kept']:.0%} | {r['lost']:.2%} | "
+              f"{r['kernel_lost_mean']:.1%} | {r['top_k_hit']:.0%} |")
     if report["live"]:
         print("\n| program | k | kernels | seconds | kernels/hour | measured configs | speedup kept |")
         print("|---|---|---|---|---|---|---|")

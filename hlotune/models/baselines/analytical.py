@@ -36,11 +36,12 @@ from hlotune.models.baselines.layout_changes import transpose_costs
 TILE_PRODUCTS = (7, 15, 23)  # config_feat: product of the kernel, output and input bounds
 PARTITIONS = 6  # config_feat of an XLA:CPU kernel: the product of its partitions
 
-# Roofline constants of one x86 core and the cost of one partition's task: guesses of the
-# orders of magnitude, not fitted.
-CORE_FLOPS = 2e10
-CORE_BANDWIDTH = 1e10
-PARTITION_OVERHEAD_S = 1e-6
+# Roofline constants of one x86 core (AVX2 FMA at 3 GHz; cache-resident operands, as most
+# kernels' are) and the cost of one partition's task on the thread pool: orders of magnitude,
+# the bandwidth and overhead picked among 1e10-1e11 B/s and 1-3 us on builtin:tile/train only.
+CORE_FLOPS = 1e11
+CORE_BANDWIDTH = 1e11
+PARTITION_OVERHEAD_S = 3e-6
 
 # (column, value, penalty): a config whose column holds value pays the penalty.
 FLAG_PENALTIES = (

@@ -80,7 +80,8 @@ class LayoutSpace:
 
         self.program = program
         self.leaves, self._treedef = jax.tree_util.tree_flatten(program.args)
-        self._jaxpr = jax.make_jaxpr(self._call_user)(*self.leaves)
+        self._jaxpr, shapes = jax.make_jaxpr(self._call_user, return_shape=True)(*self.leaves)
+        self._out_tree = jax.tree_util.tree_structure(shapes)
 
     def _call_user(self, *leaves):
         return self.program.fn(*self._treedef.unflatten(leaves))
@@ -101,7 +102,7 @@ class LayoutSpace:
     def _parameter_sites(self) -> list[LayoutSite]:
         """`p<i>`: argument leaf i. jit drops unused leaves from the HLO, so parameter numbers
         skip them; each parameter's metadata names its leaf (`leaves[i]`), which is what an
-        entry layout is given to (`_entry_formats`)."""
+        entry layout is given to (`entry_formats`)."""
         entry = next(c for c in self.graph.computations if c.id == self.graph.entry_computation_id)
         start = self.graph.instructions.index(entry.instructions[0])
         sites = []
@@ -156,6 +157,24 @@ class LayoutSpace:
     def build(self, config: LayoutConfig) -> Callable:
         """The program with `config` applied, as a jitted function of the flat argument leaves."""
         import jax
+
+        return jax.jit(self._configured(config), in_shardings=tuple(self.entry_formats(config)))
+
+    def build_like_program(self, config: LayoutConfig) -> Callable:
+        """`build(config)` as a jitted function of the program's own arguments, returning its
+        own outputs: the same module (parameter names aside), whose compiled executable a user
+        calls as the original, jax dispatching the pytrees in C++ with no Python per call."""
+        import jax
+
+        flat = self._configured(config)
+
+        def configured(*args):  # named as build's, so the module is too
+            return self._out_tree.unflatten(flat(*jax.tree_util.tree_leaves(args)))
+
+        formats = self._treedef.unflatten(self.entry_formats(config))
+        return jax.jit(configured, in_shardings=formats)
+
+    def _configured(self, config: LayoutConfig) -> Callable:
         from jax.experimental.layout import Layout, with_layout_constraint
 
         layouts = dict(config.layouts)
@@ -167,16 +186,16 @@ class LayoutSpace:
         def configured(*leaves):
             return _interpret(self._jaxpr, leaves, None, constrain)
 
-        return jax.jit(configured, in_shardings=tuple(self._entry_formats(config)))
+        return configured
 
     def placed_args(self, config: LayoutConfig) -> list:
         """The argument leaves, placed in the config's entry layouts (so calls time no relayout)."""
         import jax
 
-        formats = self._entry_formats(config)
+        formats = self.entry_formats(config)
         return [leaf if f is None else jax.device_put(leaf, f) for leaf, f in zip(self.leaves, formats)]
 
-    def _entry_formats(self, config: LayoutConfig) -> list:
+    def entry_formats(self, config: LayoutConfig) -> list:
         """Per flat argument, its entry Format under `config` (None: the compiler's choice)."""
         import jax
         from jax.experimental.layout import Format, Layout

@@ -7,7 +7,11 @@ for a decision made on this machine under this jax. With one, calls run the prog
 under the chosen config; without one, `tune_on_first_call` tunes it there and then (measuring
 in a worker process, which takes a while) and later calls reuse the result, otherwise calls
 run plain `jax.jit(fn)`. Each signature is resolved once per wrapper; `choice(*args)` says
-what calls with such arguments run.
+what calls with such arguments run. A call goes first to the last call's executable where that
+is a decision's (a jax Compiled, no argument layout to put), which checks the arguments in C++:
+a Python lookup before every call costs some 4 µs, and 20-40 µs more in a tight loop, where
+XLA:CPU's threads fall asleep waiting for the late call. Other arguments are refused there (a
+TypeError: some 20-40 µs) and looked up; calls without a decision run behind the lookup.
 
 Arguments are passed positionally, as pytrees of arrays (bind anything static with
 functools.partial). Called under a JAX transformation (inside jit, grad, vmap), the function is
@@ -36,7 +40,7 @@ DATABASE, TUNED, JIT = "database", "tuned", "jit"
 class Choice:
     """What calls with one argument signature run."""
 
-    config: CompileConfig  # DEFAULT_CONFIG for plain jax.jit
+    config: CompileConfig  # DEFAULT_CONFIG under JIT: plain jax.jit
     source: str  # DATABASE (a stored decision), TUNED (by this wrapper) or JIT (none found)
     fingerprint: str  # the program fingerprint of the function at these shapes
 
@@ -59,22 +63,39 @@ class Autotuned:
         self._db = Path(db or default_db_path())
         self._tune_on_first_call, self._options, self._progress = tune_on_first_call, options, progress
         self._entries: dict[Any, _Entry] = {}
+        # The last call's executable, where it is jax's Compiled: that checks the arguments
+        # itself, in C++, so a call like the last one costs what the raw executable does.
+        self._checked: Callable | None = None
 
     def __call__(self, *args, **kwargs):
+        if self._checked is not None and not kwargs:
+            try:
+                return self._checked(*args)
+            except TypeError:  # not the arguments it was compiled for, or tracers: dispatched below
+                pass
+        return self._dispatch(args, kwargs)
+
+    def _dispatch(self, args: tuple, kwargs: dict):
+        import jax
+
         if kwargs:
             name = getattr(self._fn, "__name__", "function")
             raise HlotuneError(f"{name}: an autotuned function takes positional arguments "
                                "(bind the others with functools.partial)")
-        if _traced(args):  # inside jit, grad, vmap...: the enclosing computation is compiled
-            return self._fn(*args)
-        return self._entry(args).call(*args)
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+            return self._fn(*args)  # inside jit, grad, vmap...: the enclosing computation is compiled
+        call = self._entry(args, _signature(leaves, tree)).call
+        self._checked = call if isinstance(call, jax.stages.Compiled) else None
+        return call(*args)
 
     def choice(self, *args) -> Choice:
         """The config calls with arguments shaped like `args` run (resolving it if needed)."""
-        return self._entry(args).choice
+        import jax
 
-    def _entry(self, args: tuple) -> _Entry:
-        key = _signature(args)
+        return self._entry(args, _signature(*jax.tree_util.tree_flatten(args))).choice
+
+    def _entry(self, args: tuple, key: tuple) -> _Entry:
         if key not in self._entries:
             self._entries[key] = self._resolve(args)
         return self._entries[key]
@@ -102,10 +123,10 @@ class Autotuned:
         return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._jitted)
 
     def _compiled(self, program: Program, choice: Choice) -> _Entry:
+        """The program as the tuner measured it, the default config too (kept where no
+        candidate beat it): a Compiled, which the next calls reach with no Python lookup."""
         from hlotune.tuning.compiled import compile_config
 
-        if choice.config.is_default:
-            return _Entry(choice, self._jitted)
         return _Entry(choice, compile_config(program, choice.config))
 
 
@@ -138,18 +159,7 @@ def autotune(
     return decorate if fn is None else decorate(fn)
 
 
-def _traced(args: tuple) -> bool:
-    import jax
-
-    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args))
-
-
-def _signature(args: tuple) -> tuple:
-    """The arguments' tree and each leaf's shape and dtype (a Python scalar's type)."""
-    import jax
-
-    leaves, tree = jax.tree_util.tree_flatten(args)
-    return tree, tuple(
-        (tuple(getattr(leaf, "shape", ())), str(getattr(leaf, "dtype", type(leaf).__name__)))
-        for leaf in leaves
-    )
+def _signature(leaves: list, tree: Any) -> tuple:
+    """The arguments' tree and each leaf's shape and dtype (a Python scalar's type): built on
+    every call, so it reads attributes only (`str(dtype)` costs 5 µs a leaf)."""
+    return tree, tuple((getattr(leaf, "shape", ()), getattr(leaf, "dtype", type(leaf))) for leaf in leaves)

@@ -28,7 +28,7 @@ class TileSummary:
     programs: int
     families: int
     noise_floor: float  # median over kernels of |replica / reference - 1|
-    skipped: int  # kernels with fewer than two partitionings or one sample a row
+    skipped: int  # kernels with fewer than two partitionings, one sample a row, or no module text
 
 
 def write_tile_files(folder: Path) -> TileSummary:
@@ -44,13 +44,14 @@ def write_tile_files(folder: Path) -> TileSummary:
     kernels, samples, noise, skipped = 0, 0, [], 0
     for fingerprint, kernel_samples in sorted(by_kernel.items()):
         parts, runtimes, normalizer = tile_rows(kernel_samples)
-        if len(parts) < 2 or runtimes.shape[1] < 2:
+        module = folder / KERNELS / f"{fingerprint}.hlo"
+        if len(parts) < 2 or runtimes.shape[1] < 2 or not module.exists():
             skipped += 1
             continue
         replicas = [abs(s.ns / s.default_ns - 1) for s in kernel_samples if s.replica]
         noise += [statistics.median(replicas)] if replicas else []
         kernels, samples = kernels + 1, samples + runtimes.size
-        hlo = from_text((folder / KERNELS / f"{fingerprint}.hlo").read_text())
+        hlo = from_text(module.read_text())
         roofline = kernel_roofline(hlo)
         card = _card(fingerprint, kernel_samples, parts, replicas, roofline)
         card_path = folder / f"{fingerprint}.json"

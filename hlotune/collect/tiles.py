@@ -183,6 +183,20 @@ class TileResult:
     resumed: bool
 
 
+def _keep_modules(store: TileFolder, result: BatchResult, fingerprints: set[str]) -> None:
+    """Each sampled kernel's module text, from the default's compile or, for a kernel whose
+    text differs there (a large constant inside prints elided in one module and whole in the
+    other), from the config's that sampled it."""
+    for measured in (*result.defaults, *result.measurements):
+        if not measured.hlo:
+            continue
+        hlo = HloText.parse(measured.hlo)
+        for kernel in kernels_of(measured.hlo):
+            if kernel.fingerprint in fingerprints:
+                store.keep_module(kernel, hlo)
+                fingerprints = fingerprints - {kernel.fingerprint}
+
+
 def collect_tiles(spec: str, settings: TileSettings, folder: Path, *, progress: bool = True) -> TileResult:
     """Label the kernels of one program into `folder`'s journal (resuming batch by batch)."""
     from hlotune.compiler.kernel_space import program_kernels
@@ -211,10 +225,7 @@ def collect_tiles(spec: str, settings: TileSettings, folder: Path, *, progress: 
             result = measurer.measure(batch)
             samples = batch_samples(spec, name, result, settings.min_kernel_ns)
             failed += sum(not m.ok for m in result.measurements)
-            hlo = HloText.parse(result.defaults[0].hlo)
-            for kernel in kernels_of(result.defaults[0].hlo):
-                if any(s.fingerprint == kernel.fingerprint for s in samples):
-                    store.keep_module(kernel, hlo)
+            _keep_modules(store, result, {s.fingerprint for s in samples})
             store.record(name, samples)
             labelled |= {s.fingerprint for s in samples}
     store.finish(spec)

@@ -67,3 +67,13 @@ def test_a_program_collects_into_valid_tile_files_and_resumes(tmp_path):
     assert np.array_equal(configs.config_runtime, np.median(configs.config_runtime_samples, axis=1).round())
     card = json.loads(path.with_suffix(".json").read_text())
     assert card["programs"] == ["zoo:mlp@tiny"] and card["families"] == ["zoo:mlp"]
+
+
+def test_inspecting_the_shipped_tile_collection_lists_its_kernels_by_family():
+    from hlotune.data.builtin import EDITION
+    from hlotune.hlo.inspection import inspect_path
+
+    found = list(inspect_path("builtin:tile/test"))
+    test_families = {family.partition(":")[2] for family in EDITION.splits["test"]}
+    assert found and all(str(i.path).endswith(".npz") and i.collection == "tile" for i in found)
+    assert {i.family for i in found} <= test_families

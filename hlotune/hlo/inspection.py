@@ -52,10 +52,12 @@ class Inspection:
 
 def inspect_path(path: str | Path) -> Iterator[Inspection]:
     """One Inspection per file: `path` itself, or every inspectable file under a folder
-    (`builtin:...` names the built-in dataset)."""
+    (`builtin:...` names the built-in dataset), leaving out hidden folders' files (the tile
+    collection keeps its kernels' module texts in `.kernels/`, the sources of its npz files)."""
     path = resolve(path)
     if path.is_dir():
-        files = sorted(p for p in path.rglob("*") if p.suffix in INSPECTABLE and p.is_file())
+        files = sorted(p for p in path.rglob("*") if p.suffix in INSPECTABLE and p.is_file()
+                       and not any(part.startswith(".") for part in p.relative_to(path).parts))
         if not files:
             raise HlotuneError(f"{path}: no {', '.join(INSPECTABLE)} files in this folder")
     elif path.exists():
@@ -103,15 +105,19 @@ def family_of(path: Path, sample: GraphSample) -> str:
 
 
 def _provenance(path: str, split: dict, sample: GraphSample | None) -> tuple[str, str | None, float | None]:
-    """(source, family, noise floor): from the summary `hlotune collect` writes beside an npz,
-    else the program spec a sample was built from, else the TpuGraphs folder layout."""
+    """(source, family, noise floor): from the summary `hlotune collect` writes beside an npz
+    (or the tile collection's kernel card), else the program spec a sample was built from, else
+    the TpuGraphs folder layout."""
     file = Path(path.split("#")[0])
     summary = file.with_suffix(".json")
     spec, noise = (sample.source if sample is not None else ""), None
     if file.suffix == ".npz" and summary.is_file():
         try:
             document = json.loads(summary.read_text())
-            spec, noise = document["program"], float(document["result"]["noise_floor"])
+            if "programs" in document:  # a tile kernel's card: the first program it came from
+                spec, noise = document["programs"][0], document["noise_floor"]
+            else:
+                spec, noise = document["program"], float(document["result"]["noise_floor"])
         except (ValueError, KeyError, TypeError):
             pass  # not a collection summary: the npz speaks for itself
     prefix, sep, rest = spec.partition(":")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.collect.tiles import KERNELS, KernelSample, TileFolder, tile_rows
-from hlotune.compiler.kernel_sample import kernel_roofline, kernel_sample
+from hlotune.compiler.kernel_sample import kernel_sample
 from hlotune.data.npz import write_sample
 
 
@@ -51,16 +51,15 @@ def write_tile_files(folder: Path) -> TileSummary:
         replicas = [abs(s.ns / s.default_ns - 1) for s in kernel_samples if s.replica]
         noise += [statistics.median(replicas)] if replicas else []
         kernels, samples = kernels + 1, samples + runtimes.size
-        hlo = from_text(module.read_text())
-        roofline = kernel_roofline(hlo)
-        card = _card(fingerprint, kernel_samples, parts, replicas, roofline)
+        card = _card(fingerprint, kernel_samples, parts, replicas)
         card_path = folder / f"{fingerprint}.json"
-        if card_path.exists() and json.loads(card_path.read_text()) == card:
+        if card_path.exists() and _measured(json.loads(card_path.read_text())) == card:
             continue
-        sample = kernel_sample(hlo, parts, kernel_samples[0].xla, runtimes=runtimes, normalizer=normalizer,
-                               name=fingerprint)
+        sample = kernel_sample(from_text(module.read_text()), parts, kernel_samples[0].xla, runtimes=runtimes,
+                               normalizer=normalizer, name=fingerprint)
         write_sample(folder / f"{fingerprint}.npz", sample)
-        card_path.write_text(json.dumps(card, indent=1))
+        flops, nbytes = (float(v) for v in sample.configs.kernel_roofline)
+        card_path.write_text(json.dumps(card | {"flops": flops, "bytes": nbytes}, indent=1))
     programs = {s.program for s in store.samples}
     return TileSummary(kernels, samples, len(programs), len({family_of(p) for p in programs}),
                        float(np.median(noise)) if noise else float("nan"), skipped)
@@ -70,8 +69,12 @@ def family_of(program: str) -> str:
     return program.partition("@")[0]
 
 
-def _card(fingerprint: str, samples: list[KernelSample], parts: list, replicas: list[float],
-          roofline: np.ndarray) -> dict:
+def _measured(card: dict) -> dict:
+    """A card without what the module text gives (its roofline): what the journal decides."""
+    return {key: value for key, value in card.items() if key not in ("flops", "bytes")}
+
+
+def _card(fingerprint: str, samples: list[KernelSample], parts: list, replicas: list[float]) -> dict:
     return {
         "fingerprint": fingerprint,
         "programs": sorted({s.program for s in samples}),
@@ -81,6 +84,4 @@ def _card(fingerprint: str, samples: list[KernelSample], parts: list, replicas: 
         "partitionings": [list(p) for p in parts],
         "samples": len(samples),
         "noise_floor": statistics.median(replicas) if replicas else None,
-        "flops": float(roofline[0]),
-        "bytes": float(roofline[1]),
     }

@@ -4,7 +4,8 @@ one space that collection (`hlotune collect`) and tuning (`hlotune tune`) both d
 Every strategy edits configs the same way: a config is a genome with one gene per XLA option,
 one per sampled HLO pass (disabled or not), one per layout site (a minor-to-major permutation,
 or None for the compiler's choice) and one per tunable kernel (its outer-dimension partitions,
-or None for XLA's choice: the "tile" space). Independent genes are what mutation,
+or None for XLA's choice: the "tile" space; or its fusion decision: the "fusion" space,
+compiler/fusion_space.py). Independent genes are what mutation,
 crossover and Optuna's categorical parameters need. The one dependency among XLA's options
 (the fast-math sub-options mean nothing without fast math) is repaired when a genome becomes a
 config: setting a sub-option turns fast math on. So is one
@@ -34,8 +35,8 @@ from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.errors import HlotuneError
 
-SPACES = ("flags", "layout", "tile", "all")
-_PASS, _SITE, _KERNEL = "pass:", "layout:", "kernel:"
+SPACES = ("flags", "layout", "tile", "fusion", "all")
+_PASS, _SITE, _KERNEL, _FUSION = "pass:", "layout:", "kernel:", "fusion:"
 # Partitions offered per kernel: one thread, up to 8x this machine's 2 cores (XLA's own choice
 # is the default value, None).
 PARTITION_CHOICES = ((1,), (2,), (4,), (8,), (16,))
@@ -55,12 +56,13 @@ class Gene:
 
 
 class SearchSpace:
-    """The genes of `kind` ("flags", "layout" or "all") for one program. Options that change
-    results by design (fast math, ...) are genes only with `allow_numerics_change`."""
+    """The genes of `kind` (one of SPACES) for one program. Options that change results by
+    design (fast math, ...) are genes only with `allow_numerics_change`. The tile space needs
+    the program's `kernels`, the fusion space its `fusion` choices (fusion_space.fusion_choices)."""
 
     def __init__(
         self, kind: str, layouts: LayoutSpace | None = None, *, allow_numerics_change: bool = False,
-        kernels: list[Kernel] | None = None,
+        kernels: list[Kernel] | None = None, fusion: dict[str, tuple[str, ...]] | None = None,
     ) -> None:
         if kind not in SPACES:
             raise HlotuneError(f"unknown space {kind!r}: use {', '.join(SPACES)}")
@@ -82,6 +84,11 @@ class SearchSpace:
             ]
         if kind == "tile":  # not in "all": a kernel key is only sure under the default flags
             genes += self._kernel_genes(kernels, layouts)
+        if kind == "fusion":  # nor this: flags change which fusions XLA makes
+            if not fusion:
+                name = layouts.program.name if layouts is not None else "the program"
+                raise HlotuneError(f"{name}: no loop or input fusion to split or merge")
+            genes += [Gene(_FUSION + key, (None, *values)) for key, values in fusion.items()]
         self.genes: tuple[Gene, ...] = tuple(genes)
 
     @staticmethod
@@ -96,7 +103,7 @@ class SearchSpace:
 
     def config(self, genome: Genome) -> CompileConfig:
         """The config of a genome (absent genes keep their defaults)."""
-        options, passes, layouts, kernels = {}, [], {}, {}
+        options, passes, layouts, kernels, fusion = {}, [], {}, {}, {}
         for gene in self.genes:
             value = genome.get(gene.name, gene.values[0])
             if gene.name.startswith(_PASS):
@@ -108,6 +115,9 @@ class SearchSpace:
             elif gene.name.startswith(_KERNEL):
                 if value is not None:
                     kernels[gene.name.removeprefix(_KERNEL)] = value
+            elif gene.name.startswith(_FUSION):
+                if value is not None:
+                    fusion[gene.name.removeprefix(_FUSION)] = value
             elif value != gene.values[0]:
                 options[gene.name] = value
         if any(name in options for name in FAST_MATH_ONLY):
@@ -115,7 +125,8 @@ class SearchSpace:
         if any(site.startswith("e") for site in layouts) and _ALGSIMP in passes:
             passes.remove(_ALGSIMP)
         flags = FlagConfig(tuple(sorted(options.items())), tuple(sorted(passes)))
-        return CompileConfig(flags, LayoutConfig.from_dict(layouts), KernelConfig(tuple(sorted(kernels.items()))))
+        return CompileConfig(flags, LayoutConfig.from_dict(layouts),
+                             KernelConfig(tuple(sorted(kernels.items())), tuple(sorted(fusion.items()))))
 
     def genome(self, config: CompileConfig) -> Genome:
         """The genome of a config; HlotuneError if the config sets something outside the space."""
@@ -128,6 +139,8 @@ class SearchSpace:
             genome[_SITE + site] = dims
         for key, parts in config.kernels.partitions:
             genome[_KERNEL + key] = parts
+        for key, decision in config.kernels.fusion:
+            genome[_FUSION + key] = decision
         names = {gene.name for gene in self.genes}
         outside = [name for name in genome if name not in names]
         if outside:

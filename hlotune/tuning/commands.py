@@ -1,6 +1,6 @@
 """`hlotune tune` and `hlotune db`: autotune a program here, and read the tuning database.
 
-    hlotune tune PROGRAM [--space flags|layout|tile|all] [--budget N] [--time T] [--strategy S]
+    hlotune tune PROGRAM [--space flags|layout|tile|fusion|all] [--budget N] [--time T] [--strategy S]
                  [--model M] [--per-kernel K] [--fine-tune-every N] [--batch B] [--db PATH] [--seed S]
                  [--runner local|ray[:ADDRESS]] [--json] [--quiet]
     hlotune db list [--db PATH] [--json]
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from hlotune.tuning.database import TuningDatabase
     from hlotune.tuning.options import TuneOptions
 
-SPACES = ("flags", "layout", "tile", "all")
+SPACES = ("flags", "layout", "tile", "fusion", "all")
 STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
 FORMATS = ("json", "compiler_options", "xla_flags")
 DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"
@@ -62,7 +62,8 @@ def add_commands(subparsers) -> None:
                       "default), a model folder, baseline:NAME, transfer[@DIR] (flags: what the "
                       "options did to the built-in training programs, or to those collected in "
                       "DIR), or none; in the tile space it ranks each kernel's partitions "
-                      "(pretrained: pretrained:tile; none: every candidate is measured)")
+                      "(pretrained: pretrained:tile; none: every candidate is measured); in the "
+                      "fusion space any model but none ranks by the module's roofline")
     tune.add_argument("--per-kernel", type=int, default=2, metavar="K",
                       help="tile space: measure each kernel's K favourite partitions (default 2)")
     tune.add_argument("--fine-tune-every", type=int, metavar="N",

@@ -86,6 +86,26 @@ class ScorerCostModel(CostModel):
                 scorer.fine_tune(self._encoder.graph_sample(collection, configs, runtimes), seed=seed)
 
 
+class ModuleRoofline(CostModel):
+    """Scores fusion configs by the analytical roofline of the module each makes
+    (compiler/fusion_space.module_seconds): the fusion space's prior, as no learned fusion model
+    ships. A config whose rewrite is invalid scores last."""
+
+    def __init__(self, module: str) -> None:
+        self._module = module
+
+    def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
+        from hlotune.compiler.fusion_space import module_seconds
+
+        scores = []
+        for config in configs:
+            try:
+                scores.append(module_seconds(config.kernels.apply(self._module)))
+            except HlotuneError:
+                scores.append(np.inf)
+        return np.asarray(scores)
+
+
 class RankSum(CostModel):
     """Several models' rankings summed (each model's scores are in units of its own): a
     candidate several models like comes first. Every model learns from what is measured."""

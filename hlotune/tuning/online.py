@@ -29,6 +29,7 @@ def choices(config: CompileConfig) -> list[str]:
     items += [f"disable pass {name}" for name in config.flags.disabled_passes]
     items += [f"layout {site}={dims}" for site, dims in config.layout.layouts]
     items += [f"kernel {key} partitions={list(parts)}" for key, parts in config.kernels.partitions]
+    items += [f"kernel {key} fusion={decision}" for key, decision in config.kernels.fusion]
     return items
 
 

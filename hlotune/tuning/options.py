@@ -32,14 +32,15 @@ DEFAULT_MODEL = "pretrained"  # the shipped models (cost_model.load_scorers)
 class TuneOptions:
     """A tune's search; an invalid value is an HlotuneError naming its field."""
 
-    space: str = "flags"  # flags, layout, tile or all
+    space: str = "flags"  # flags, layout, tile, fusion or all
     budget: int | None = 32  # evaluated configs, the default included; None: time_s alone
     time_s: float | None = None  # seconds of search; whichever of the two ends first
     # A name, a Strategy (e.g. Exhaustive([...]) to measure chosen configs) or an Optuna sampler.
     strategy: str | Strategy | BaseSampler = RANKED
     # Ranks the evolutionary strategy's candidates (the tile space: each kernel's candidates,
     # kernelwise.py): "pretrained" (the shipped models), a scorer, a name for load_scorer,
-    # "transfer[@DIR]" (flags only), or None.
+    # "transfer[@DIR]" (flags only), or None. The fusion space ranks by the module roofline
+    # (cost_model.ModuleRoofline) unless None.
     model: str | Scorer | None = DEFAULT_MODEL
     fine_tune_every: int | None = None  # fine-tune the model every N evaluated configs
     online: bool = True  # the model also learns this program's measurements after every batch

@@ -43,8 +43,9 @@ from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.programs import Program, load_program
+from hlotune.compiler.fusion_space import fusion_choices
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
-from hlotune.tuning.cost_model import CostModel, ScorerCostModel, load_scorers
+from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.kernelwise import Kernelwise, rank_candidates
@@ -141,14 +142,15 @@ def tune(
     model = options.ranking_model
     scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
     layouts = LayoutSpace(loaded) if options.space != "flags" or scored else None
-    module = program_module(layouts) if options.space == "tile" else None
+    module = program_module(layouts) if options.space in ("tile", "fusion") else None
     search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change,
-                               kernels=None if module is None else kernels_of(module))
+                               kernels=None if module is None else kernels_of(module),
+                               fusion=fusion_choices(module) if options.space == "fusion" else None)
     if options.kernelwise:
         prior = cost_model = None
         search = _kernelwise(options, search_space, module)
     else:
-        prior = _prior(options, layouts)
+        prior = _prior(options, layouts, module)
         cost_model = OnlineCostModel(prior) if options.learns_online else prior
         search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
     extra = [UpdateCostModel(1)] if options.learns_online else []
@@ -169,9 +171,9 @@ def tune(
 TILE_PROFILE_RUNS = 10  # profiled calls per config and round in the tile space
 
 
-def _prior(options: TuneOptions, layouts: LayoutSpace | None) -> CostModel | None:
-    """The model `options` rank with: scorers (pretrained, a folder, a baseline) or the transfer
-    model."""
+def _prior(options: TuneOptions, layouts: LayoutSpace | None, module: str | None) -> CostModel | None:
+    """The model `options` rank with: scorers (pretrained, a folder, a baseline), the transfer
+    model, or in the fusion space the module roofline."""
     model = options.ranking_model
     if model is None:
         return None
@@ -193,6 +195,8 @@ def _kernelwise(options: TuneOptions, space: SearchSpace, module: str) -> Kernel
 def _settings(options: TuneOptions) -> MeasureSettings:
     """The measurement settings; in the tile space each config is profiled too (kernels are
     what it tunes), unless the settings profile already."""
+    if options.space == "fusion":
+        return ModuleRoofline(module)
     if options.space != "tile" or options.settings.profile_runs:
         return options.settings
     return replace(options.settings, profile_runs=TILE_PROFILE_RUNS)

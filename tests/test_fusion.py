@@ -1,0 +1,113 @@
+"""Fusion decisions on XLA:CPU's own modules: split and merge rewrites, the fusion space."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.fusion_rewrite import Module, split_points
+from hlotune.compiler.fusion_space import fusion_choices, module_seconds
+from hlotune.compiler.hook import compile_config, compile_with_pass
+from hlotune.compiler.kernel_config import KernelConfig
+from hlotune.compiler.kernels import kernels_of
+from hlotune.compiler.space import SearchSpace
+from hlotune.errors import HlotuneError
+
+
+def _probe(x):  # the issue's probe: one loop fusion
+    return jnp.exp(jnp.sin(x) * 2 + 1) / (1 + jnp.abs(jnp.cos(x)))
+
+
+def _two_users(x, w):  # XLA keeps the tanh/sin producer apart from the softmax's kernels
+    y = jnp.tanh(x @ w) * 2 + jnp.sin(x @ w)
+    return jax.nn.softmax(y, axis=-1)
+
+
+def _scatter(x, i):  # an in-place kernel: never split or merged
+    return jnp.zeros(64).at[i].add(jnp.exp(x))
+
+
+@pytest.fixture(scope="module")
+def probe():
+    x = jnp.linspace(0.0, 1.0, 256 * 256, dtype=jnp.float32).reshape(256, 256)
+    lowered = jax.jit(_probe).lower(x)
+    _, record = compile_with_pass(lowered)
+    return lowered, record.texts[-1], (x,)
+
+
+@pytest.fixture(scope="module")
+def two_users():
+    x = jnp.linspace(0.0, 1.0, 64 * 128, dtype=jnp.float32).reshape(64, 128)
+    w = jnp.linspace(-1.0, 1.0, 128 * 128, dtype=jnp.float32).reshape(128, 128)
+    lowered = jax.jit(_two_users).lower(x, w)
+    _, record = compile_with_pass(lowered)
+    return lowered, record.texts[-1], (x, w)
+
+
+def _run(lowered, config: CompileConfig, args) -> np.ndarray:
+    return np.asarray(compile_config(lowered, config)(*args))
+
+
+def test_split_makes_two_kernels_with_the_same_outputs(probe):
+    lowered, text, args = probe
+    [kernel] = kernels_of(text)
+    points = split_points(Module(text), kernel.name)
+    assert points and "exp.0" in points  # the heaviest instruction below the root
+    config = CompileConfig(kernels=KernelConfig(fusion=((kernel.key, "split:exp.0"),)))
+    rewritten = config.kernels.apply(text)
+    assert len(kernels_of(rewritten)) == 2
+    assert module_seconds(rewritten) > module_seconds(text)  # the intermediate goes to memory
+    np.testing.assert_array_equal(_run(lowered, config, args), _run(lowered, CompileConfig(), args))
+
+
+def test_merge_inlines_a_producer_and_keeps_outputs(two_users):
+    lowered, text, args = two_users
+    choices = fusion_choices(text)
+    merges = [key for key, values in choices.items() if "merge" in values]
+    assert merges, f"no mergeable kernel among {list(choices)}"
+    config = CompileConfig(kernels=KernelConfig(fusion=((merges[0], "merge"),)))
+    rewritten = config.kernels.apply(text)
+    assert len(kernels_of(rewritten)) == len(kernels_of(text)) - 1
+    assert merges[0].split("#")[0] not in {k.name for k in kernels_of(rewritten)}
+    np.testing.assert_allclose(_run(lowered, config, args), _run(lowered, CompileConfig(), args),
+                               rtol=1e-6)
+
+
+def test_in_place_kernels_are_never_rewritten():
+    x = jnp.linspace(0.0, 1.0, 256, dtype=jnp.float32)
+    i = jnp.arange(256, dtype=jnp.int32) % 64
+    _, record = compile_with_pass(jax.jit(_scatter).lower(x, i))
+    text = record.texts[-1]
+    scatters = [k for k in kernels_of(text) if "scatter" in k.name]
+    assert scatters
+    assert not set(k.key for k in scatters) & set(fusion_choices(text))
+    with pytest.raises(HlotuneError, match="cannot merge"):
+        Module(text).merge(scatters[0].name)
+
+
+def test_bad_decisions_are_named(probe):
+    _, text, _ = probe
+    [kernel] = kernels_of(text)
+    with pytest.raises(HlotuneError, match="not an instruction to split at"):
+        KernelConfig(fusion=((kernel.key, "split:nothing"),)).apply(text)
+    with pytest.raises(HlotuneError, match="matches no kernel"):
+        KernelConfig(fusion=(("gone#000000000000", "merge"),)).apply(text)
+    with pytest.raises(HlotuneError, match="fusion is 'merge' or 'split:INSTRUCTION'"):
+        KernelConfig.from_dict({kernel.key: {"fusion": "fuse"}})
+
+
+def test_fusion_configs_round_trip_through_dicts_and_genomes(two_users):
+    _, text, _ = two_users
+    choices = fusion_choices(text)
+    space = SearchSpace("fusion", fusion=choices)
+    assert {gene.name.removeprefix("fusion:") for gene in space.genes} == set(choices)
+    key, values = next(iter(choices.items()))
+    config = space.config({f"fusion:{key}": values[-1]})
+    assert config.kernels.fusion == ((key, values[-1]),)
+    assert CompileConfig.from_dict(config.to_dict()) == config
+    assert space.genome(config) == {f"fusion:{key}": values[-1]}
+    with pytest.raises(HlotuneError, match="no loop or input fusion"):
+        SearchSpace("fusion", fusion={})

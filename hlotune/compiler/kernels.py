@@ -105,7 +105,7 @@ class HloText:
     def canonical(self, computation: str) -> str:
         """The computation and everything it calls, without names or metadata."""
         text = "\n--\n".join(
-            "\n".join(_METADATA.sub("", self.lines[i]) for i in self.computations[name])
+            "\n".join(without_metadata(self.lines[i]) for i in self.computations[name])
             for name in self._closure([computation])
         )
         names: dict[str, str] = {}
@@ -121,6 +121,11 @@ class HloText:
             parts += [("ENTRY " if called == computation else "") + header,
                       *(self.lines[i] for i in self.computations[called]), "}", ""]
         return "\n".join(parts)
+
+
+def without_metadata(line: str) -> str:
+    """An instruction line without its metadata (op names, source lines): what it computes."""
+    return _METADATA.sub("", line)
 
 
 def kernels_of(text: str) -> list[Kernel]:

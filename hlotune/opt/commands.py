@@ -5,6 +5,8 @@
     hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
                       [--architecture summary|recurrent] [--curriculum] [--json] [--quiet]
 
+    hlotune opt schedule PROGRAM --measure [--policy DIR] [--samples K] [--json]
+
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
 hlotune.opt.device); every step time printed is the simulator's, not a measurement.
 
@@ -25,6 +27,10 @@ training summary saved in the policy's config.json, with "out".
 --trace and --plot write the policy's best step as the simulator ran it (hlotune.opt.trace);
 with several graphs, OUT-0.json, OUT-1.json, ...
 
+`--measure` is the one path that is not simulated: it orders the program's real entry
+computation on XLA:CPU and reports measured peak bytes and times (hlotune.tuning.
+measured_schedule, handed in by hlotune.cli since a real compile is a stage above opt).
+
 Heavy modules (torch, jax) load inside the handlers so that `hlotune --help` stays fast.
 """
 
@@ -34,7 +40,9 @@ import argparse
 import copy
 import json
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from hlotune.errors import HlotuneError
@@ -43,14 +51,17 @@ from hlotune.progress import add_quiet, note, progress_bar
 if TYPE_CHECKING:
     from hlotune.opt.costs import OpGraph
 
+Handler = Callable[[argparse.Namespace], int]
 DEFAULT_ITERATIONS = 100
 DEFAULT_SAMPLES = 64
 PRETRAINED = "pretrained"
 PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 
 
-def add_commands(subparsers) -> None:
-    """Register `opt` and its sub-commands on the main parser's subparsers."""
+def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType({})) -> None:
+    """Register `opt` and its sub-commands on the main parser's subparsers. `measured` gives
+    a task's --measure handler: the real compiler's path, which lives above opt (hlotune.cli
+    passes it)."""
     opt = subparsers.add_parser(
         "opt",
         help="GO-style device placement, scheduling and fusion (SIMULATED)",
@@ -71,8 +82,14 @@ def add_commands(subparsers) -> None:
         command.add_argument("graph", metavar="PROGRAM_OR_GRAPH",
                              help="zoo:, corpus: or go:NAME[@VARIANT], file.py:FACTORY, HLO "
                              "text or a .pb")
-        command.add_argument("--devices", type=int, required=True, metavar="N",
-                             help="simulated identical devices (DeviceModel.uniform)")
+        command.add_argument("--devices", type=int, metavar="N",
+                             help="simulated identical devices (DeviceModel.uniform); required "
+                             "unless --measure")
+        if task in measured:
+            command.add_argument("--measure", action="store_true",
+                                 help=f"{task} the program for real on XLA:CPU: MEASURED "
+                                 "results on this machine instead of simulated ones")
+            command.set_defaults(measured=measured[task])
         command.add_argument("--policy", type=policy_folder, metavar="DIR",
                              help=f"a trained policy, or {PRETRAINED!r} for the shipped one "
                              "(default: train one on this graph first)")
@@ -121,12 +138,17 @@ def add_commands(subparsers) -> None:
 
 def optimise(args: argparse.Namespace) -> int:
     """`opt place|schedule|fuse`: search, compare with the baselines, print the table."""
+    if getattr(args, "measure", False):
+        return args.measured(args)
     from hlotune.opt.device import DeviceModel
     from hlotune.opt.policy import GOPolicy
     from hlotune.opt.ppo import PPOConfig, Problem, search, train
     from hlotune.opt.report import compare, format_table
     from hlotune.opt.trace import numbered, write_schedule
 
+    if args.devices is None:
+        raise HlotuneError(f"opt {args.opt_task} needs --devices N, the simulated machine's size "
+                           "(opt schedule --measure runs on this machine instead)")
     _check_devices([args.devices])
     _check_counts(iterations=args.iterations or 0, samples=args.samples, budget=args.budget)
     task = args.opt_task

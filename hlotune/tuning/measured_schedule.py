@@ -1,0 +1,184 @@
+"""`hlotune opt schedule PROGRAM --measure`: GO's scheduling task on XLA:CPU, compiled and run.
+
+The program's entry computation is ordered four ways (hlotune.opt.schedules) and each order is
+compiled by XLA:CPU at POST_SCHEDULER (hlotune.compiler.schedule):
+
+- xla: the best of XLA:CPU's own schedulers (`xla_cpu_scheduler_type`: default, memory,
+  concurrency) by peak bytes, each listed with its peak;
+- depth_first and memory_greedy: the baselines;
+- policy: GO's policy (zero-shot) gives priorities, sampled `samples` times besides its greedy
+  ones; each distinct order is compiled and the lowest peak kept. Peak bytes need a compile,
+  not a run, so the choice is made on XLA's own buffer assignment, not on an estimate.
+
+Peak bytes are the executable's temporary bytes (what an order changes). Times are measured in
+this process, interleaved (hlotune.tuning.call_timing), beside a second compile of XLA's best
+order: `ms` is the minimum over rounds of a block's mean, and `noise` how far XLA's two
+replicas differ (relative), what "no change" looks like. Every order's outputs are checked
+against those of XLA's default schedule.
+
+The schedule `chosen` is the policy's only where its peak is below XLA's best; otherwise XLA's,
+and the report says that the policy did not beat it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from hlotune.errors import HlotuneError
+from hlotune.progress import note
+
+ROUNDS = 20
+ORDERS = ("policy", "xla", "depth_first", "memory_greedy")
+
+
+@dataclass(frozen=True)
+class MeasuredOrder:
+    """One order of the entry computation, compiled and run."""
+
+    peak_bytes: int
+    ms: float  # minimum over rounds of a block's mean call time
+    ms_median: float
+    outputs_ok: bool
+    max_rel_error: float
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class ScheduleReport:
+    """A program's orders: peaks and times measured on this machine."""
+
+    graph: str
+    instructions: int  # of the entry computation
+    results: dict[str, MeasuredOrder]  # ORDERS -> measured
+    xla_schedulers: dict[str, int]  # each XLA:CPU scheduler -> its peak bytes
+    xla_best: str  # the scheduler `results["xla"]` is
+    policy_orders: int  # distinct orders compiled (of the sampled and greedy ones)
+    noise: float  # relative difference of the two replicas of XLA's best
+    search_s: float  # building the orders and compiling them
+
+    @property
+    def policy_beats_xla(self) -> bool:
+        return self.results["policy"].peak_bytes < self.results["xla"].peak_bytes
+
+    @property
+    def chosen(self) -> str:
+        return "policy" if self.policy_beats_xla else "xla"
+
+    def to_json(self) -> dict:
+        return {
+            "graph": self.graph, "task": "schedule", "measured": True,
+            "instructions": self.instructions,
+            "results": {name: order.to_json() for name, order in self.results.items()},
+            "xla_schedulers": dict(self.xla_schedulers), "xla_best": self.xla_best,
+            "chosen": self.chosen, "policy_beats_xla": self.policy_beats_xla,
+            "policy_orders": self.policy_orders, "noise": self.noise, "search_s": self.search_s,
+        }
+
+
+def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
+                      rounds: int = ROUNDS) -> ScheduleReport:
+    """Compile `spec` under every order, pick the policy's best by peak, time them all."""
+    import jax
+    import numpy as np
+
+    from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
+    from hlotune.compiler.output_check import check_outputs
+    from hlotune.compiler.schedule import SCHEDULERS, EntrySchedule, compile_schedule
+    from hlotune.hlo.sources import from_text
+    from hlotune.opt import schedules
+    from hlotune.programs import load_program
+    from hlotune.tuning.call_timing import interleaved_call_times
+
+    start = time.perf_counter()
+    layouts = LayoutSpace(load_program(spec))
+    lowered = layouts.build(DEFAULT_LAYOUT).lower(*layouts.leaves)
+    by_xla = {name: compile_schedule(lowered, scheduler=name) for name in SCHEDULERS}
+    best = min(by_xla, key=lambda name: by_xla[name].peak_bytes)  # ties: the first, default
+    text = by_xla["default"].text
+    ops = schedules.EntryOps.of(EntrySchedule.parse(text), from_text(text))
+    candidates = dict.fromkeys(schedules.policy_orders(policy, ops, samples, seed))
+    compiled = {
+        "policy": min((compile_schedule(lowered, order) for order in candidates),
+                      key=lambda c: c.peak_bytes),
+        "xla": by_xla[best],
+        "depth_first": compile_schedule(lowered, schedules.depth_first(ops)),
+        "memory_greedy": compile_schedule(lowered, schedules.memory_greedy(ops)),
+    }
+    replica = compile_schedule(lowered, by_xla[best].order)
+    search_s = time.perf_counter() - start
+
+    args = layouts.placed_args(DEFAULT_LAYOUT)
+    leaves = lambda executable: [np.asarray(x) for x in jax.tree_util.tree_leaves(executable(*args))]
+    reference = leaves(by_xla["default"].executable)
+    runs = {name: c.executable for name, c in compiled.items()} | {"replica": replica.executable}
+    times = interleaved_call_times({name: _caller(exe, args) for name, exe in runs.items()},
+                                   rounds=rounds, seed=seed)
+    results = {}
+    for name in ORDERS:
+        check = check_outputs(leaves(runs[name]), reference)
+        results[name] = MeasuredOrder(compiled[name].peak_bytes, float(times[name].min() * 1e3),
+                                      float(np.median(times[name]) * 1e3), check.ok,
+                                      check.max_rel_error)
+    floor = sorted([times["xla"].min(), times["replica"].min()])
+    return ScheduleReport(spec, len(ops.entry.names), results,
+                          {name: c.peak_bytes for name, c in by_xla.items()}, best,
+                          len(candidates), float(floor[1] / floor[0] - 1.0), search_s)
+
+
+def format_report(report: ScheduleReport) -> str:
+    """The report as a table, with the verdict on the policy."""
+    lines = [f"{report.graph}: {report.instructions} entry instructions, MEASURED on this "
+             f"machine (peak = XLA's temporary bytes; ms = min over rounds; noise "
+             f"{report.noise:.1%})",
+             f"{'order':<14} {'peak bytes':>12} {'ms':>9} {'median ms':>10}  outputs"]
+    for name, order in report.results.items():
+        ok = "ok" if order.outputs_ok else f"DIFFER ({order.max_rel_error:.3g})"
+        lines.append(f"{name:<14} {order.peak_bytes:>12,} {order.ms:>9.3f} "
+                     f"{order.ms_median:>10.3f}  {ok}")
+    schedulers = ", ".join(f"{name} {peak:,}" for name, peak in report.xla_schedulers.items())
+    lines.append(f"XLA's schedulers (peak bytes): {schedulers}; best: {report.xla_best}")
+    policy, xla = report.results["policy"].peak_bytes, report.results["xla"].peak_bytes
+    lines.append(
+        f"policy ({report.policy_orders} distinct orders) {policy / xla - 1:+.1%} peak vs XLA's "
+        f"best: " + ("the policy's order is chosen" if report.policy_beats_xla
+                     else "it did not beat XLA's best; XLA's order is chosen"))
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `opt schedule --measure` handler (hlotune.cli hands it to hlotune.opt.commands:
+    a real compile is a stage above opt)."""
+    from hlotune.opt.commands import PRETRAINED_DIR
+    from hlotune.opt.policy import GOPolicy
+    from hlotune.programs import is_program_spec
+
+    if not is_program_spec(args.graph):
+        raise HlotuneError(f"--measure compiles and runs a program: give a program spec (zoo:, "
+                           f"corpus:, go:, file.py:FACTORY), not {args.graph!r}")
+    unsupported = [flag for flag, value in (("--devices", args.devices), ("--iterations", args.iterations),
+                                             ("--trace", args.trace), ("--plot", args.plot)) if value]
+    if args.budget or unsupported:
+        flag = unsupported[0] if unsupported else "--budget"
+        raise HlotuneError(f"{flag} is for the simulated task; --measure applies the policy "
+                           "zero-shot on this machine")
+    if args.samples < 0:
+        raise HlotuneError(f"--samples must not be negative, got {args.samples}")
+    folder = args.policy or PRETRAINED_DIR
+    policy, training = GOPolicy.load(folder)
+    if "schedule" not in {t for tasks in training.get("tasks", []) for t in tasks.split("+")}:
+        raise HlotuneError(f"{folder}: this policy was not trained to schedule")
+    note(f"compiling {args.graph} under XLA's, the baselines' and {args.samples + 1} policy "
+         "orders", show=not args.quiet)
+    report = measure_schedules(args.graph, policy, samples=args.samples, seed=args.seed)
+    print(json.dumps(report.to_json()) if args.json else format_report(report))
+    return 0
+
+
+def _caller(executable: Any, args: list):
+    return lambda: executable(*args)

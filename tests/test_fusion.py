@@ -111,3 +111,37 @@ def test_fusion_configs_round_trip_through_dicts_and_genomes(two_users):
     assert space.genome(config) == {f"fusion:{key}": values[-1]}
     with pytest.raises(HlotuneError, match="no loop or input fusion"):
         SearchSpace("fusion", fusion={})
+
+
+@pytest.fixture(scope="module")
+def transformer():
+    from hlotune.opt.measured_fusion import FusionProblem
+
+    return FusionProblem.load("zoo:transformer@tiny")
+
+
+def test_fuse_bits_map_to_merges_and_splits(transformer):
+    ops = transformer.graph.num_ops
+    assert transformer.kernel_of_op and set(transformer.kernel_of_op.values()) <= set(transformer.choices)
+    merged = dict(transformer.decisions(np.ones(ops, dtype=bool)).kernels.fusion)
+    split = dict(transformer.decisions(np.zeros(ops, dtype=bool)).kernels.fusion)
+    mergeable = {k for k in transformer.kernel_of_op.values() if "merge" in transformer.choices[k]}
+    assert mergeable and set(merged) == mergeable and set(merged.values()) == {"merge"}
+    first_split = {k: next(v for v in values if v.startswith("split:"))
+                   for k, values in transformer.choices.items() if len(values) > ("merge" in values)}
+    assert split and split == {k: v for k, v in first_split.items() if k in transformer.kernel_of_op.values()}
+    assert dict(transformer.greedy().kernels.fusion) == {k: "merge" for k, v in transformer.choices.items()
+                                                         if "merge" in v}
+
+
+def test_policy_proposals_are_ranked_by_the_module_roofline(transformer):
+    from hlotune.compiler.fusion_space import module_seconds
+    from hlotune.opt.commands import PRETRAINED_DIR
+    from hlotune.opt.measured_fusion import policy_proposals, ranked
+    from hlotune.opt.policy import GOPolicy
+
+    policy, _ = GOPolicy.load(PRETRAINED_DIR)
+    proposals = policy_proposals(transformer, policy, samples=8, seed=0)
+    assert proposals and len(set(proposals)) == len(proposals) and not any(c.is_default for c in proposals)
+    order = [module_seconds(c.kernels.apply(transformer.module)) for c in ranked(transformer, proposals)]
+    assert order == sorted(order)

@@ -3,7 +3,8 @@ into its consumers, by rewriting the module text hlotune's pass is handed (PRE_S
 
 - **Split** a kernel at instruction P of its fused computation: P and the instructions it needs
   (not the parameters) become a new fusion of their own beside the kernel, and in the kernel P
-  becomes a new trailing parameter. Instructions that only fed P are dropped (XLA's verifier
+  becomes a new trailing parameter. The new fusion is a loop fusion (XLA:CPU refused a
+  reduction split off as an input fusion: "Unsupported fusion kind"). Instructions that only fed P are dropped (XLA's verifier
   rejects non-root instructions without users). The probe in XLA_CPU_NOTES.md is this rewrite.
 - **Merge** a loop fusion into every consumer, when each consumer is a loop or input fusion
   that reads it once: its body is inlined where the consumer read its parameter, its
@@ -39,6 +40,9 @@ _TRIVIAL = frozenset({"parameter", "constant", "broadcast", "bitcast", "reshape"
 # kernel write into the program's own inputs (seen on zoo:gnn: every later run was wrong).
 _UNMOVABLE = frozenset({"scatter", "dynamic-update-slice", "select-and-scatter", "sort",
                         "custom-call", "while", "rng", "rng-bit-generator"})
+# A producer holding these is not inlined into its consumers: XLA:CPU rejected every such
+# merge on zoo:vit (its loop emitter would recompute a reduction per consumer element).
+_NOT_INLINABLE = frozenset({"reduce", "reduce-window", "dot", "convolution", "fft"})
 FUSIBLE_CONSUMERS = ("kLoop", "kInput")
 SPLITS_PER_KERNEL = 3  # the split points offered per kernel: those that move the most work
 
@@ -149,8 +153,7 @@ class Module:
                                          needed, root=at)
         name = self.fresh(kernel)
         operands = ", ".join("%" + fusion.operands[p.number] for p in needed)
-        kind = "kInput" if point.opcode == "reduce" else "kLoop"
-        new_fusion = (f"  %{name} = {point.shape} fusion({operands}), kind={kind}, calls=%{producer}"
+        new_fusion = (f"  %{name} = {point.shape} fusion({operands}), kind=kLoop, calls=%{producer}"
                       + _partitions(fusion, point.shape))
         count = sum(i.opcode == "parameter" for i in body.values())
         self._replace(fusion.called, at, [f"  %{at} = {point.shape} parameter({count})"])
@@ -171,6 +174,8 @@ class Module:
         computation that reads it once."""
         host, fusion = self.kernel(kernel)
         if fusion.kind != "kLoop" or fusion.shape.startswith("(") or fusion.is_root or not self.movable(fusion):
+            return False
+        if any(i.opcode in _NOT_INLINABLE for i in self.body(fusion.called).values()):
             return False
         users = self.users(host, kernel)
         return bool(users) and all(u.opcode == "fusion" and self.movable(u)

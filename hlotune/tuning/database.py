@@ -16,8 +16,9 @@ machine and compiler. Two tables:
 - `measurements`: one row per (program, config, machine, compiler): status, reason, median,
   samples, and the default's median and noise floor of its batch (a runtime is compared with
   the default measured beside it: batches minutes apart drift);
-- `decisions`: what each finished tune chose after re-measuring its best candidate against the
-  default; `best()` and the exports read the latest one.
+- `decisions`: what each finished tune chose after re-measuring its finalists against the
+  default (final_check.py), with the speedup measured after choosing, the one the rounds that
+  chose it saw, and the search's; `best()` and the exports read the latest one.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from hlotune.compiler.measure import OK, BatchResult, Measurement
 from hlotune.errors import HlotuneError
 
 EXPORT_FORMATS = ("json", "compiler_options", "xla_flags")
-_SCHEMA_VERSION = 3  # 2: measurements.max_rel_error; 3: measurements.kernel_costs
+_SCHEMA_VERSION = 4  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check
 _BUSY_TIMEOUT_S = 60.0
 CONFIRM_PREFIX = "confirm:"  # claims on re-measuring a candidate beside the default
 _CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only after this
@@ -82,7 +83,10 @@ CREATE TABLE IF NOT EXISTS decisions (
     noise_floor REAL,
     strategy TEXT NOT NULL,
     space TEXT NOT NULL,
-    timestamp REAL NOT NULL
+    timestamp REAL NOT NULL,
+    found_speedup REAL,
+    confirmed_speedup REAL,
+    rounds INTEGER
 );
 CREATE INDEX IF NOT EXISTS decisions_by_program ON decisions (program, machine, jax, jaxlib);
 CREATE TABLE IF NOT EXISTS claims (
@@ -138,17 +142,27 @@ class Record:
 
 @dataclass(frozen=True)
 class Decision:
-    """A finished tune: its best candidate re-measured beside the default, and what was chosen."""
+    """A finished tune: its finalists re-measured beside the default (final_check.py), the
+    candidate they chose, and what was kept.
+
+    `default_ns` and `candidate_ns` come from the batch that reports the speedup: for a kept
+    candidate, one measured after choosing it (unbiased by the choice); when the default was
+    kept, the candidate's last choosing round. Decisions stored before the final check had
+    rounds hold None, None and 0 in the last three fields, and their speedup is the choosing
+    batch's."""
 
     program: str
     candidate: CompileConfig
     chosen: CompileConfig  # the candidate, or the default when its gain was within the noise
     default_ns: float
     candidate_ns: float | None  # None when the candidate failed on re-measurement
-    noise_floor: float | None
+    noise_floor: float | None  # the bar its gain had to clear
     strategy: str
     space: str
     timestamp: float
+    found_speedup: float | None = None  # the candidate's in the search (flattered by it)
+    confirmed_speedup: float | None = None  # over the rounds that chose it (None: it failed)
+    rounds: int = 0  # choosing rounds
 
     @property
     def kept_default(self) -> bool:
@@ -234,7 +248,7 @@ class TuningDatabase(Database):
     def _migrate(self) -> None:
         with self._writing():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, 2, _SCHEMA_VERSION):
+            if version not in (0, 1, 2, 3, _SCHEMA_VERSION):
                 raise HlotuneError(
                     f"{self.path}: tuning database version {version}, this hlotune reads {_SCHEMA_VERSION}"
                 )
@@ -242,6 +256,9 @@ class TuningDatabase(Database):
                 self._db.execute("ALTER TABLE measurements ADD COLUMN max_rel_error REAL")
             if version in (1, 2):  # and kernel_costs NULL: not profiled
                 self._db.execute("ALTER TABLE measurements ADD COLUMN kernel_costs TEXT")
+            if version in (1, 2, 3):  # decisions taken before the final check had rounds
+                for column in ("found_speedup REAL", "confirmed_speedup REAL", "rounds INTEGER"):
+                    self._db.execute(f"ALTER TABLE decisions ADD COLUMN {column}")
             for statement in _SCHEMA.split(";"):
                 self._db.execute(statement)
             self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
@@ -326,10 +343,11 @@ class TuningDatabase(Database):
     def decide(self, decision: Decision) -> None:
         with self._writing():
             self._db.execute(
-                "INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO decisions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (decision.program, *self._scope, decision.candidate.key, decision.chosen.key,
                  decision.default_ns, decision.candidate_ns, _finite_or_none(decision.noise_floor),
-                 decision.strategy, decision.space, decision.timestamp),
+                 decision.strategy, decision.space, decision.timestamp, decision.found_speedup,
+                 decision.confirmed_speedup, decision.rounds),
             )
 
     # Reading (this machine and compiler only)
@@ -378,8 +396,8 @@ class TuningDatabase(Database):
         """The program's decisions here, newest first."""
         query = (
             "SELECT program, candidate, chosen, default_ns, candidate_ns, noise_floor, strategy, "
-            "space, timestamp FROM decisions WHERE program = ? AND machine = ? AND jax = ? "
-            "AND jaxlib = ?"
+            "space, timestamp, found_speedup, confirmed_speedup, COALESCE(rounds, 0) FROM decisions "
+            "WHERE program = ? AND machine = ? AND jax = ? AND jaxlib = ?"
         )
         arguments: tuple = (fingerprint, *self._scope)
         if candidate_key is not None:
@@ -450,6 +468,9 @@ class TuningDatabase(Database):
             "xla_flags": best.chosen.flags.xla_flags(),
             "kept_default": best.kept_default,
             "speedup": best.speedup,
+            "found_speedup": best.found_speedup,
+            "confirmed_speedup": best.confirmed_speedup,
+            "rounds": best.rounds,
             "noise": best.noise_floor,
             "candidate": best.candidate.to_dict(),
             "strategy": best.strategy,

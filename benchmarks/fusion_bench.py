@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hlotune.compiler.measure import MeasureSettings, measure  # noqa: E402
 from hlotune.opt.commands import PRETRAINED_DIR  # noqa: E402
-from hlotune.opt.measured_fusion import (  # noqa: E402
+from hlotune.tuning.measured_fusion import (  # noqa: E402
     FusionProblem,
     best_of,
     policy_proposals,

@@ -17,7 +17,7 @@ from hlotune.programs import commands as programs
 from hlotune.report import commands as report
 from hlotune.train import commands as train
 from hlotune.tuning import commands as tuning
-from hlotune.tuning import measured_schedule
+from hlotune.tuning import measured_fusion, measured_schedule
 
 # Each stage registers its own commands; this order is `hlotune --help`'s.
 STAGES = (hlo, collect, train, evaluation, programs, opt, compiler, tuning, report)
@@ -75,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     for stage in STAGES:
         if stage is opt:  # `opt TASK --measure` compiles for real: its handlers live above opt
-            opt.add_commands(commands, measured={"schedule": measured_schedule.run})
+            opt.add_commands(commands, measured={"schedule": measured_schedule.run,
+                                                 "fuse": measured_fusion.run})
         else:
             stage.add_commands(commands)
     return parser

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -115,7 +117,7 @@ def test_fusion_configs_round_trip_through_dicts_and_genomes(two_users):
 
 @pytest.fixture(scope="module")
 def transformer():
-    from hlotune.opt.measured_fusion import FusionProblem
+    from hlotune.tuning.measured_fusion import FusionProblem
 
     return FusionProblem.load("zoo:transformer@tiny")
 
@@ -137,7 +139,7 @@ def test_fuse_bits_map_to_merges_and_splits(transformer):
 def test_policy_proposals_are_ranked_by_the_module_roofline(transformer):
     from hlotune.compiler.fusion_space import module_seconds
     from hlotune.opt.commands import PRETRAINED_DIR
-    from hlotune.opt.measured_fusion import policy_proposals, ranked
+    from hlotune.tuning.measured_fusion import policy_proposals, ranked
     from hlotune.opt.policy import GOPolicy
 
     policy, _ = GOPolicy.load(PRETRAINED_DIR)
@@ -145,3 +147,23 @@ def test_policy_proposals_are_ranked_by_the_module_roofline(transformer):
     assert proposals and len(set(proposals)) == len(proposals) and not any(c.is_default for c in proposals)
     order = [module_seconds(c.kernels.apply(transformer.module)) for c in ranked(transformer, proposals)]
     assert order == sorted(order)
+
+
+def test_opt_fuse_measure_json(capsys):
+    from hlotune.cli import main
+
+    argv = ["opt", "fuse", "zoo:transformer@tiny", "--measure", "--per-method", "1", "--samples", "4",
+            "--json", "--quiet"]
+    assert main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["simulated"] is False and report["program"] == "zoo:transformer@tiny"
+    assert set(report["results"]) == {"xla", "policy", "greedy", "random"}
+    assert report["results"]["xla"]["ms"] > 0 and report["noise"] >= 0
+    for method in ("policy", "greedy", "random"):
+        result = report["results"][method]
+        assert result["measured"] == 1 and result["failed"] + (result["ms"] is not None) == 1
+        if result["ms"] is not None:
+            assert result["speedup"] == pytest.approx(report["results"]["xla"]["ms"] / result["ms"])
+            assert CompileConfig.from_dict(result["config"]).kernels.fusion
+    assert main(["opt", "fuse", "zoo:transformer@tiny", "--measure", "--per-method", "0"]) == 1
+    assert "--per-method must be at least 1" in capsys.readouterr().err

@@ -4,8 +4,9 @@ into its consumers, by rewriting the module text hlotune's pass is handed (PRE_S
 - **Split** a kernel at instruction P of its fused computation: P and the instructions it needs
   (not the parameters) become a new fusion of their own beside the kernel, and in the kernel P
   becomes a new trailing parameter. The new fusion is a loop fusion (XLA:CPU refused a
-  reduction split off as an input fusion: "Unsupported fusion kind"). Instructions that only fed P are dropped (XLA's verifier
-  rejects non-root instructions without users). The probe in XLA_CPU_NOTES.md is this rewrite.
+  reduction split off as an input fusion: "Unsupported fusion kind"). Instructions and
+  parameters that only fed P are dropped (XLA's verifier rejects non-root instructions
+  without users). The probe in XLA_CPU_NOTES.md is this rewrite.
 - **Merge** a loop fusion into every consumer, when each consumer is a loop or input fusion
   that reads it once: its body is inlined where the consumer read its parameter, its
   parameters become the consumer's (shared where the consumer already reads the same value),

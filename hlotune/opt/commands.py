@@ -6,6 +6,7 @@
                       [--architecture summary|recurrent] [--curriculum] [--json] [--quiet]
 
     hlotune opt schedule PROGRAM --measure [--policy DIR] [--samples K] [--json]
+    hlotune opt fuse PROGRAM --measure [--policy DIR] [--samples K] [--per-method K] [--json]
 
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
 hlotune.opt.device); every step time printed is the simulator's, not a measurement.
@@ -27,9 +28,11 @@ training summary saved in the policy's config.json, with "out".
 --trace and --plot write the policy's best step as the simulator ran it (hlotune.opt.trace);
 with several graphs, OUT-0.json, OUT-1.json, ...
 
-`--measure` is the one path that is not simulated: it orders the program's real entry
+`--measure` is the one path that is not simulated: `schedule` orders the program's real entry
 computation on XLA:CPU and reports measured peak bytes and times (hlotune.tuning.
-measured_schedule, handed in by hlotune.cli since a real compile is a stage above opt).
+measured_schedule); `fuse` splits and merges XLA:CPU's own fusions and measures the best few
+beside XLA's (hlotune.tuning.measured_fusion). hlotune.cli hands both in, since a real
+compile is a stage above opt.
 
 Heavy modules (torch, jax) load inside the handlers so that `hlotune --help` stays fast.
 """
@@ -90,6 +93,10 @@ def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType(
                                  help=f"{task} the program for real on XLA:CPU: MEASURED "
                                  "results on this machine instead of simulated ones")
             command.set_defaults(measured=measured[task])
+        if task == "fuse" and task in measured:
+            command.add_argument("--per-method", type=int, default=4, metavar="K",
+                                 help="with --measure: configs measured per method (the "
+                                 "policy's best-ranked, random), beside XLA's fusion (default 4)")
         command.add_argument("--policy", type=policy_folder, metavar="DIR",
                              help=f"a trained policy, or {PRETRAINED!r} for the shipped one "
                              "(default: train one on this graph first)")

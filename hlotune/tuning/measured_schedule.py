@@ -154,6 +154,17 @@ def format_report(report: ScheduleReport) -> str:
 def run(args: argparse.Namespace) -> int:
     """The `opt schedule --measure` handler (hlotune.cli hands it to hlotune.opt.commands:
     a real compile is a stage above opt)."""
+    policy = measured_policy(args, "schedule")
+    note(f"compiling {args.graph} under XLA's, the baselines' and {args.samples + 1} policy "
+         "orders", show=not args.quiet)
+    report = measure_schedules(args.graph, policy, samples=args.samples, seed=args.seed)
+    print(json.dumps(report.to_json()) if args.json else format_report(report))
+    return 0
+
+
+def measured_policy(args: argparse.Namespace, task: str) -> Any:
+    """The policy an `opt TASK --measure` run applies zero-shot (the shipped one by default),
+    after checking that the command line asks for nothing only the simulated task does."""
     from hlotune.opt.commands import PRETRAINED_DIR
     from hlotune.opt.policy import GOPolicy
     from hlotune.programs import is_program_spec
@@ -171,13 +182,9 @@ def run(args: argparse.Namespace) -> int:
         raise HlotuneError(f"--samples must not be negative, got {args.samples}")
     folder = args.policy or PRETRAINED_DIR
     policy, training = GOPolicy.load(folder)
-    if "schedule" not in {t for tasks in training.get("tasks", []) for t in tasks.split("+")}:
-        raise HlotuneError(f"{folder}: this policy was not trained to schedule")
-    note(f"compiling {args.graph} under XLA's, the baselines' and {args.samples + 1} policy "
-         "orders", show=not args.quiet)
-    report = measure_schedules(args.graph, policy, samples=args.samples, seed=args.seed)
-    print(json.dumps(report.to_json()) if args.json else format_report(report))
-    return 0
+    if task not in {t for tasks in training.get("tasks", []) for t in tasks.split("+")}:
+        raise HlotuneError(f"{folder}: this policy was not trained to {task}")
+    return policy
 
 
 def _caller(executable: Any, args: list):

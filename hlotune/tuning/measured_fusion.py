@@ -1,5 +1,7 @@
 """`hlotune opt fuse PROGRAM --measure`: fusion decisions for a real program, MEASURED.
 
+(A stage above opt, as a real compile is: hlotune.cli hands `run` to opt's parser.)
+
 XTAT's loop on XLA:CPU's own fused module (compiler/fusion_space.py): a policy proposes
 decisions, a cost model ranks the proposals, and the best few are compiled and measured in one
 batch beside XLA's own fusion and the baselines, each given the same number of measurements:
@@ -21,6 +23,8 @@ the measuring worker, and a config that fails or computes something else counts 
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import time
 from dataclasses import dataclass
@@ -32,6 +36,7 @@ from hlotune.compiler.kernel_config import MERGE, SPLIT
 from hlotune.compiler.measure import BatchResult, MeasureSettings, measure
 from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
+from hlotune.progress import note
 
 METHODS = ("policy", "greedy", "random")
 
@@ -139,7 +144,7 @@ def compare_fusion(problem: FusionProblem, policy, *, measured: int = 4, samples
     """Measure the policy's `measured` best-ranked proposals, the greedy merge and `measured`
     random configs in one batch beside XLA's default."""
     if measured < 1:
-        raise HlotuneError(f"--measured must be at least 1, got {measured}")
+        raise HlotuneError(f"--per-method must be at least 1, got {measured}")
     start = time.perf_counter()
     proposals = policy_proposals(problem, policy, samples, seed)
     rng = random.Random(seed)
@@ -183,3 +188,17 @@ def format_comparison(comparison: FusionComparison) -> str:
         speedup = "-" if result.ms is None else f"{comparison.default_ms / result.ms:.3f}x"
         lines.append(f"  {method:<8} {ms:>9} {speedup:>8} {result.configs:>9} {result.failed:>7}")
     return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `opt fuse --measure` handler."""
+    from hlotune.tuning.measured_schedule import measured_policy
+
+    policy = measured_policy(args, "fuse")
+    problem = FusionProblem.load(args.graph)
+    note(f"{args.graph}: {len(problem.choices)} kernels to split or merge; measuring "
+         f"{args.per_method} configs per method beside XLA's fusion", show=not args.quiet)
+    comparison = compare_fusion(problem, policy, measured=args.per_method, samples=args.samples,
+                                seed=args.seed)
+    print(json.dumps(comparison.to_json()) if args.json else format_comparison(comparison))
+    return 0

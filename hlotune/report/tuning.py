@@ -47,7 +47,8 @@ def _program_section(page: Page, db: TuningDatabase, fingerprint: str, profile_r
                 "Best speedup found so far over XLA's default, after each config evaluated (in "
                 "the order measured, across every tune of the program here); dots are single "
                 "configs. Inside the shaded noise band a gain is indistinguishable from the "
-                "default; the dashed line is the chosen config's speedup re-measured beside it.")
+                "default; the dashed line is the chosen config's speedup, measured beside it "
+                "after it was chosen.")
     healthy = sorted((r for r in records if r.ok), key=_cost)
     page.figure(_spread(healthy, decision),
                 "Every healthy config's samples relative to the median of the default measured "
@@ -80,8 +81,12 @@ def _decision_text(decision: Decision | None) -> str:
     if decision.kept_default:
         return (f"The latest tune ({decision.strategy}, {decision.space} space) kept XLA's "
                 "default: its best candidate did not beat it beyond the noise when re-measured.")
+    found = ("" if decision.found_speedup is None else
+             f" (the search had measured {decision.found_speedup:.3f}x: the best of many noisy "
+             "measurements flatters the winner)")
     return (f"The latest tune ({decision.strategy}, {decision.space} space) chose a config "
-            f"{decision.speedup:.3f}x faster than XLA's default, re-measured beside it.")
+            f"{decision.speedup:.3f}x faster than XLA's default, measured beside it after it "
+            f"was chosen{found}.")
 
 
 def _best_so_far(records: list[Record], decision: Decision | None, noise: float) -> Figure:
@@ -96,7 +101,7 @@ def _best_so_far(records: list[Record], decision: Decision | None, noise: float)
               linewidth=2, label="best so far")
     if decision is not None and not decision.kept_default:
         axes.axhline(decision.speedup, color=_CHOSEN, linestyle="--",
-                     label=f"chosen, re-measured: {decision.speedup:.3f}x")
+                     label=f"chosen, measured after choosing: {decision.speedup:.3f}x")
     axes.set(xlabel="configs evaluated", ylabel="speedup over the default (x)")
     axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return figure

@@ -8,8 +8,10 @@
     hlotune db export PROGRAM --format json|compiler_options|xla_flags [--db PATH]
 
 With --json, stdout is JSON alone: `tune` prints one object with at least the keys program,
-default_ms, best_ms, speedup, noise, measurements, resumed, best_config and strategy; `db list`
-one object per program; `db show` one object with every record.
+default_ms, best_ms, speedup, noise, measurements, resumed, best_config and strategy (speedup
+is the kept one, measured after choosing; found_speedup and confirmed_speedup are the search's
+and the choosing rounds', flattered by the choice); `db list` one object per program; `db show`
+one object with every record.
 PROGRAM in `db` is a program spec (its fingerprint is computed) or a fingerprint prefix.
 The database is $HLOTUNE_DB, or ~/.cache/hlotune/tuning.sqlite, unless --db names one.
 Heavy modules (jax) load inside the handlers so that `hlotune --help` stays fast.
@@ -46,8 +48,8 @@ def add_commands(subparsers) -> None:
         description="Search PROGRAM's XLA configurations (flags, per-tensor layouts or both), "
         "measuring candidates in batches beside the default, and report the best. A config is "
         "chosen only if, re-measured beside the default, it beats it by more than the noise "
-        "floor. Every measurement goes to the tuning database: re-running resumes without "
-        "measuring anything twice.",
+        "floor, and its speedup is measured once more after choosing it. Every measurement "
+        "goes to the tuning database: re-running resumes without measuring anything twice.",
     )
     tune.add_argument("program", metavar="PROGRAM", help="zoo:, corpus: or go:NAME[@VARIANT], "
                       "path/to/file.py:FACTORY or export:PATH")
@@ -124,16 +126,21 @@ def run_tune(args: argparse.Namespace) -> int:
         return 0
     noise = f"noise floor {result.noise:.1%}"
     if not result.kept_default:
-        best = f"{result.best_ms:.4f} ms   {result.speedup:.3f}x faster, confirmed beside the default ({noise})"
+        best = f"{result.best_ms:.4f} ms   {result.speedup:.3f}x faster, measured after choosing it ({noise})"
     elif result.candidate.is_default:
         best = "the default: no candidate was faster"
     elif result.candidate_speedup is None:
         best = "the default: the best candidate failed when measured again"
     else:
-        best = f"the default: the best candidate's {result.candidate_speedup:.3f}x is within the {noise}"
+        measured = result.confirmed_speedup or result.candidate_speedup  # None: decided before rounds
+        best = f"the default: the best candidate's {measured:.3f}x, re-measured, is within the {noise}"
     print(f"{result.program}: {result.space} space, {result.strategy} search, seed {args.seed}")
     print(f"  default       {result.default_ms:.4f} ms")
     print(f"  best          {best}")
+    if not result.kept_default and result.confirm_rounds:
+        rounds = f"{result.confirm_rounds} round{'s' * (result.confirm_rounds > 1)}"
+        print(f"  chosen at     {result.found_speedup:.3f}x in the search, {result.confirmed_speedup:.3f}x "
+              f"re-measured over {rounds} (both flattered by the choice)")
     print(f"  evaluated     {result.measurements} measured + {result.resumed} from the database "
           f"({result.failed} failed) in {result.seconds:.1f} s")
     print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
@@ -258,4 +265,5 @@ def _decision_text(decision) -> str:
     noise = "" if decision.noise_floor is None else f" (noise {decision.noise_floor:.1%})"
     if decision.kept_default:
         return f"default kept{noise}"
-    return f"{decision.speedup:.3f}x{noise}"
+    found = "" if decision.found_speedup is None else f", found {decision.found_speedup:.3f}x"
+    return f"{decision.speedup:.3f}x kept{found}{noise}"

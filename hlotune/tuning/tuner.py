@@ -7,10 +7,13 @@ batch, which runs the default's replicas beside them, and committed. The budget 
 evaluated configs, the default included, whether measured now or found in the database, so
 re-running a command finishes its search instead of starting a longer one.
 
-Runtimes from different batches are compared through their batch's default (drift), and the
-best candidate is re-measured in one last batch beside the default: it is chosen only when its
-gain exceeds that batch's noise floor, otherwise the default is kept and the result says so.
-The decision is stored, so a re-run that ends on the same candidate measures nothing.
+Runtimes from different batches are compared through their batch's default (drift). The
+final check (final_check.py) re-measures the search's fastest configs beside the default until
+one leads beyond the noise floor, chooses it only when it beats the default beyond the noise
+floor (otherwise the default is kept and the result says so), and reports its speedup from one
+more batch, measured after choosing it: the best of many noisy measurements flatters the
+winner, and a number that played no part in choosing does not. The decision is stored, so a
+re-run that ends on the same finalists measures nothing.
 
 The loop is a `Tuner` of swappable parts, as in TVM MetaSchedule: the program's config space,
 a search strategy (strategies.py), an optional cost model that ranks its candidates and learns
@@ -38,7 +41,7 @@ from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurement
+from hlotune.compiler.measure import BatchResult, MeasureSettings
 from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
@@ -47,6 +50,7 @@ from hlotune.compiler.fusion_space import fusion_choices
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
+from hlotune.tuning.final_check import FINALISTS, final_check
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.kernelwise import Kernelwise, rank_candidates
 from hlotune.tuning.runners import Runner, open_runner
@@ -66,10 +70,14 @@ from hlotune.tuning.strategies import (
 
 @dataclass
 class TuneResult:
+    """What a tune kept. `speedup` is measured after the choice (final_check.py); the search's
+    and the choosing rounds' speedups, flattered by the choice, are `found_speedup` and
+    `confirmed_speedup`."""
+
     program: str
-    default_ms: float  # the default's median in the confirming batch
+    default_ms: float  # the default's median in the batch that reports the speedup
     best_ms: float  # the chosen config's (the default's when kept)
-    speedup: float  # default_ms / best_ms (1 when the default was kept)
+    speedup: float  # kept: default_ms / best_ms (1 when the default was kept)
     noise: float  # noise floor the gain had to exceed
     measurements: int  # configs measured by this run, the default included
     resumed: int  # configs found in the database instead
@@ -80,10 +88,15 @@ class TuneResult:
     space: str = "flags"
     fingerprint: str = ""
     failed: int = 0  # evaluated configs that failed or gave wrong outputs
-    candidate: CompileConfig = DEFAULT_CONFIG  # the search's best, chosen or not
-    candidate_speedup: float | None = None  # its re-measured speedup (None if it failed then)
+    candidate: CompileConfig = DEFAULT_CONFIG  # the final check's leader, chosen or not
+    # its speedup in the batch that reports it: `speedup` when chosen, else its last
+    # choosing round's (None if it failed then)
+    candidate_speedup: float | None = None
     numerics: str = "preserving"  # the chosen config's kind: "changing" only when allowed
     seconds: float = 0.0
+    found_speedup: float | None = None  # the candidate's speedup in the search
+    confirmed_speedup: float | None = None  # its estimate over the rounds that chose it
+    confirm_rounds: int = 0  # re-measuring rounds of the final check
     _program: Program | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -206,10 +219,6 @@ def _is_transfer(model: str | Scorer) -> bool:
     return isinstance(model, str) and model.partition("@")[0] == TRANSFER
 
 
-def _runtime(measurement: Measurement) -> float:
-    return measurement.median_ns if measurement.ok else math.inf
-
-
 def _strategy(
     options: TuneOptions, space: SearchSpace, cost_model: CostModel | None, study: OptunaStudy,
 ) -> Strategy:
@@ -253,7 +262,7 @@ class Tuner:
         self, program: Program, space: SearchSpace, strategy: Strategy, runner: Runner,
         database: Database, *, cost_model: CostModel | None = None,
         callbacks: Sequence[Callback] = (), settings: MeasureSettings = MeasureSettings(),
-        fingerprint: str | None = None, finalists: int = 4,
+        fingerprint: str | None = None, finalists: int = FINALISTS,
     ) -> None:
         self.program, self.space, self.strategy, self.runner = program, space, strategy, runner
         self.database, self.cost_model, self.callbacks = database, cost_model, list(callbacks)
@@ -267,7 +276,8 @@ class Tuner:
 
     def run(self, budget: int | None, deadline: float | None = None, batch: int = 8) -> Decision:
         """Search until `budget` configs were evaluated or the `deadline` (monotonic) passed,
-        then decide: the best candidate, confirmed beside the default, or the default."""
+        then decide (final_check.py): a finalist that beats the default beyond the noise, or
+        the default."""
         self.database.register(self.fingerprint, self.program.name)
         self.strategy.tell(self.trials)
         for callback in self.callbacks:
@@ -286,7 +296,7 @@ class Tuner:
                 callback.after_batch(self, trials)
         if self.default_ns is None:  # nothing needed measuring: measure the default alone
             self._measure([])
-        decision = self._decide()
+        decision = self._decide(deadline)
         for callback in self.callbacks:
             callback.on_end(self)
         return decision
@@ -320,11 +330,9 @@ class Tuner:
                 self.default_ns = self.database.lookup(self.fingerprint, DEFAULT_CONFIG.key).median_ns
         return results
 
-    def _decide(self) -> Decision:
-        """Re-measure the finalists beside the default, halving them by each batch's runtimes
-        (successive halving: one noisy search measurement does not pick the winner), and keep
-        the survivor only if its gain in its last batch exceeds that batch's noise floor. A
-        previous run's decision on the same finalists stands."""
+    def _decide(self, deadline: float | None) -> Decision:
+        """The final check on the search's fastest configs (final_check.py); a previous run's
+        decision on the same finalists stands."""
         finalists = self._finalists()
         decided = self._decided(finalists)
         if decided is not None:
@@ -337,18 +345,15 @@ class Tuner:
             decided = self._decided(finalists)
             if decided is not None:
                 return decided
-        while True:
-            (result,) = self.runner.measure(self.program.name, finalists, self.settings)
-            ranked = sorted(zip(finalists, result.measurements), key=lambda pair: _runtime(pair[1]))
-            finalists = [config for config, _ in ranked[: max(1, len(finalists) // 2)]]
-            if len(finalists) == 1:
-                break
-        candidate, confirmed = ranked[0]
-        candidate_ns = confirmed.median_ns if confirmed.ok else None
-        better = candidate_ns is not None and result.default_ns / candidate_ns - 1 > result.noise_floor
-        decision = Decision(self.fingerprint, candidate, candidate if better else DEFAULT_CONFIG,
-                            result.default_ns, candidate_ns, result.noise_floor, self.strategy.name,
-                            self.space.kind, time.time())
+        verdict = final_check(lambda configs: self.runner.measure(self.program.name, configs, self.settings),
+                              finalists, deadline)
+        found = {trial.config: 1 / trial.cost for trial in self.trials}
+        reported = verdict.reported
+        decision = Decision(self.fingerprint, verdict.candidate, verdict.chosen, reported.default_ns,
+                            reported.ns if math.isfinite(reported.ns) else None, verdict.noise,
+                            self.strategy.name, self.space.kind, time.time(),
+                            found_speedup=found[verdict.candidate],
+                            confirmed_speedup=verdict.confirmed_speedup, rounds=verdict.rounds)
         self.database.decide(decision)
         self.database.release(self.fingerprint, [claim])
         return decision
@@ -372,7 +377,7 @@ class Tuner:
                  if r.config_key in evaluated and r.noise_floor is not None]
         decision = Decision(self.fingerprint, DEFAULT_CONFIG, DEFAULT_CONFIG, self.default_ns,
                             self.default_ns, float(np.median(noise)) if noise else None,
-                            self.strategy.name, self.space.kind, time.time())
+                            self.strategy.name, self.space.kind, time.time(), found_speedup=1.0)
         self.database.decide(decision)
         return decision
 
@@ -398,5 +403,8 @@ class Tuner:
             candidate_speedup=decision.default_ns / candidate_ns if candidate_ns else None,
             seconds=seconds,
             numerics=decision.chosen.numerics,
+            found_speedup=decision.found_speedup,
+            confirmed_speedup=decision.confirmed_speedup,
+            confirm_rounds=decision.rounds,
             _program=self.program,
         )

@@ -1,6 +1,6 @@
-"""The final check (tuning/final_check.py), on scripted runners whose noise is known: what it
-chooses, how long it re-measures, and that the speedup it reports comes from a batch that
-played no part in choosing."""
+"""The final check (tuning/final_check.py) and time budgets, on scripted runners whose noise
+is known: what it chooses, how long it re-measures, and that the speedup it reports comes from
+a batch that played no part in choosing."""
 
 from __future__ import annotations
 
@@ -8,21 +8,26 @@ import math
 import random
 import sqlite3
 import time
+import zlib
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from conftest import need
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import FAILED, BatchResult, Measurement
 from hlotune.compiler.space import SearchSpace
 from hlotune.programs import load_program
+from hlotune.tuning import final_check as final_check_module
+from hlotune.tuning import tuner as tuner_module
+from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.database import Decision, TuningDatabase
 from hlotune.tuning.final_check import CONFIRM_ROUNDS, final_check
-from hlotune.tuning.strategies import Exhaustive
-from hlotune.tuning.tuner import Tuner
+from hlotune.tuning.strategies import STRATEGIES, Chain, Exhaustive, RandomSearch
+from hlotune.tuning.tuner import Tuner, tune
 
 MLP = "zoo:mlp@tiny"
 A, B, C, D, E, F = (CompileConfig(FlagConfig.from_dict(options)) for options in (
@@ -34,10 +39,11 @@ REPLICAS = (1000, 1000, 1020)  # the default's executables in a scripted batch: 
 
 class _Runner:
     """Answers batch n from `answer(config, n, replica)`: a median in ns (None: it fails) for
-    each config and each of the default's three executables. Remembers its batches."""
+    each config and each of the default's three executables. Remembers its batches, and
+    advances `clock` by `step` simulated seconds per config measured and per batch's default."""
 
-    def __init__(self, answer) -> None:
-        self.answer = answer
+    def __init__(self, answer, clock: _Clock | None = None, step: float = 0.0) -> None:
+        self.answer, self.clock, self.step = answer, clock, step
         self.batches: list[list[CompileConfig]] = []
         self.results: list[BatchResult] = []
         self.machine = replace(this_machine(), cpu="a script", cores=0, system="script")
@@ -48,6 +54,8 @@ class _Runner:
         defaults = [_measured(DEFAULT_CONFIG, self.answer(DEFAULT_CONFIG, n, i)) for i in range(3)]
         result = BatchResult([_measured(c, self.answer(c, n, 0)) for c in configs], defaults)
         self.results.append(result)
+        if self.clock is not None:
+            self.clock.offset += self.step * (len(configs) + 1)
         return [result]
 
     def close(self) -> None:
@@ -201,3 +209,76 @@ def test_decisions_stored_before_the_final_check_had_rounds_are_read(tmp_path):
         db.decide(new)
         assert db.decision("f" * 64) == new
 
+
+class _Clock:
+    """time.monotonic() plus simulated seconds: the tuner's clock in the time tests, so that
+    a scripted batch can take minutes while loading, ranking and compiling still count."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def monotonic(self) -> float:
+        return time.monotonic() + self.offset
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+def _clock(monkeypatch) -> _Clock:
+    """A simulated clock, installed as the tuner's and the final check's."""
+    clock = _Clock()
+    monkeypatch.setattr(tuner_module, "time", clock)
+    monkeypatch.setattr(final_check_module, "time", clock)
+    return clock
+
+
+def _anything(config: CompileConfig, n: int, replica: int) -> float:
+    """A runtime for any config: the default 1000 ns, others 900-1100 by their key."""
+    return 1000.0 if config.is_default else 900.0 + zlib.crc32(config.key.encode()) % 200
+
+
+def _time_case(name: str) -> dict:
+    """tune() keywords for each way of searching (every strategy, an Optuna sampler, the tile
+    space's kernelwise search, a warm-started chain)."""
+    if name in ("optuna", "optuna sampler"):
+        optuna = need("optuna", install="pip install 'hlotune[optuna]'")
+        if name == "optuna sampler":
+            return {"strategy": optuna.samplers.RandomSampler(seed=0)}
+    if name == "kernelwise":
+        return {"space": "tile"}
+    if name == "chain":
+        return {"strategy": Chain(Exhaustive([A, B]), RandomSearch(SearchSpace("flags")))}
+    return {"strategy": name}
+
+
+@pytest.mark.parametrize("name", [*STRATEGIES, "optuna sampler", "kernelwise", "chain"])
+def test_every_search_stops_at_its_time_budget(tmp_path, monkeypatch, name):
+    """Batches of one config take 200 s (the config and the default), the budget is 350 s: the
+    first batch fits, a second would end past the deadline, so none starts; the final check
+    then takes one round. Without a deadline every search would go on."""
+    clock = _clock(monkeypatch)
+    runner = _Runner(_anything, clock, step=100.0)
+
+    class Guard(Callback):
+        def after_batch(self, tuner, trials):
+            assert len(tuner.trials) < 10, "the search ignored its time budget"
+
+    result = tune(MLP, budget=None, time_s=350, batch=1, runner=runner, db_path=tmp_path / "t.sqlite",
+                  progress=False, callbacks=[Guard()], **_time_case(name))
+    assert len(result.history) == 2 and result.confirm_rounds <= 1
+
+
+def test_time_spent_ranking_counts_against_the_budget(tmp_path, monkeypatch):
+    """A model that takes 200 s to rank leaves time for one batch of two in 700 s, where
+    measuring alone (150 s a config) would fit two batches."""
+    clock = _clock(monkeypatch)
+
+    class SlowModel:
+        def predict(self, configs):
+            clock.offset += 200.0
+            return np.zeros(len(configs))
+
+    runner = _Runner(_anything, clock, step=100.0)
+    result = tune(MLP, strategy=Exhaustive([A, B, C, D, E, F], cost_model=SlowModel()), budget=None,
+                  time_s=700, batch=2, runner=runner, db_path=tmp_path / "t.sqlite", progress=False)
+    assert len(result.history) == 3

@@ -56,7 +56,9 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--space", choices=SPACES, default="flags")
     tune.add_argument("--budget", type=int, default=32, metavar="N",
                       help="configs to evaluate, the default included (default 32)")
-    tune.add_argument("--time", type=float, metavar="T", help="stop searching after T seconds")
+    tune.add_argument("--time", type=float, metavar="T",
+                      help="stop searching after T seconds from the start (loading, ranking and "
+                      "compiling count), or --budget configs, whichever comes first")
     tune.add_argument("--strategy", choices=STRATEGIES, default="evolutionary")
     tune.add_argument("--model", metavar="M", default="pretrained",
                       help="the cost model ranking the evolutionary strategy's candidates, so "

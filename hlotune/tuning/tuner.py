@@ -15,6 +15,11 @@ more batch, measured after choosing it: the best of many noisy measurements flat
 winner, and a number that played no part in choosing does not. The decision is stored, so a
 re-run that ends on the same finalists measures nothing.
 
+A `time_s` budget counts from the call, so loading the program and the models, ranking, asking
+and compiling all spend it; the search asks only for as many configs as its pace so far says
+will be measured before the deadline, and the final check takes its first round (and its
+report's batch) whatever time is left.
+
 The loop is a `Tuner` of swappable parts, as in TVM MetaSchedule: the program's config space,
 a search strategy (strategies.py), an optional cost model that ranks its candidates and learns
 from measurements (cost_model.py), a runner that measures (runners.py: this machine, a Ray
@@ -282,10 +287,8 @@ class Tuner:
         self.strategy.tell(self.trials)
         for callback in self.callbacks:
             callback.on_start(self)
-        while (budget is None or len(self.trials) < budget) and (
-            deadline is None or time.monotonic() < deadline
-        ):
-            wanted = batch if budget is None else min(batch, budget - len(self.trials))
+        searching, evaluated = time.monotonic(), len(self.trials)
+        while wanted := self._wanted(budget, deadline, batch, searching, evaluated):
             configs = self.strategy.ask(wanted)
             if not configs:
                 break
@@ -300,6 +303,20 @@ class Tuner:
         for callback in self.callbacks:
             callback.on_end(self)
         return decision
+
+    def _wanted(self, budget: int | None, deadline: float | None, batch: int, since: float, before: int) -> int:
+        """Configs to ask for next: a batch, at most what the budget leaves and, against a
+        deadline, at most what the search's pace since `since` (seconds per config evaluated
+        beyond the first `before`: asking, ranking, compiling, measuring) fits before it."""
+        wanted = batch if budget is None else min(batch, budget - len(self.trials))
+        if deadline is None or wanted <= 0:
+            return max(wanted, 0)
+        now, done = time.monotonic(), len(self.trials) - before
+        if now >= deadline:
+            return 0
+        if done and now > since:
+            wanted = min(wanted, int((deadline - now) * done / (now - since)))
+        return wanted
 
     def _evaluate(self, configs: list[CompileConfig]) -> list[Trial]:
         """Costs of `configs`: from the database, or measured in one batch and stored. Configs

@@ -15,6 +15,14 @@ Two sources of measurements, one report:
   measured, confirmed in a last batch beside the default, or the best speedup a run's own
   final check confirmed, whichever is higher. Measure on a quiet machine.
 
+Live runs also measure the winner's curse: each kept config is measured once more in a fresh
+batch beside the default ("verified", a measurement no tune decision saw), and a second table
+sets the best speedup the search found and the speedup the tune reported against it. Found
+over verified is how much the search flatters its best; reported over verified is how much the
+reported speedup does (about 1 once the final check reports from a batch measured after
+choosing, tuning/final_check.py). Only the results' speedup, history and kept config are read,
+so this file measures the gap of earlier tuners too.
+
 Strategies: random; guided, ranked by the pretrained GNN (what `hlotune tune` ranks with);
 guided+online, which also learns the program while it measures (tuning/online.py, the
 default); transfer+online, the transfer model of tuning/transfer.py (fitted on --root's
@@ -51,6 +59,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hlotune.compiler.config import DEFAULT_CONFIG  # noqa: E402
 from hlotune.compiler.layouts import LayoutSpace  # noqa: E402
+from hlotune.compiler.measure import MeasureSettings, measure  # noqa: E402
 from hlotune.compiler.space import SearchSpace  # noqa: E402
 from hlotune.data.builtin import ROOT  # noqa: E402
 from hlotune.programs import load_program  # noqa: E402
@@ -64,6 +73,7 @@ from hlotune.tuning.transfer import load_transfer  # noqa: E402
 from hlotune.tuning.tuner import tune, Tuner  # noqa: E402
 
 WITHIN = 0.02
+VERIFY = MeasureSettings(rounds=20)  # the fresh batch a kept config's speedup is verified in
 BUDGETS = (8, 16, 32, 64)
 SPLITS = ("valid", "test")
 Models = dict[str, CostModel]  # a program's pretrained GNN ranking ("gnn") and "transfer" model
@@ -108,7 +118,7 @@ def main() -> None:
             rows += program_rows
             args.out.write_text(json.dumps(rows, indent=1))  # an interrupted run keeps what it finished
     rows = common_oracles(rows)
-    print(markdown(rows))
+    print(markdown(rows) + curse(rows))
     plot(rows, args.plot)
 
 
@@ -201,8 +211,19 @@ def live_rows(args, finished: set[str]):
                     for name in args.strategies for seed in range(args.seeds)}
             oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
             print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)
-            yield [row(program, args.space, name, seed, oracle, result.history,
-                       {args.budget: result.speedup}) | {"live": True} for (name, seed), result in runs.items()]
+            yield [row(program, args.space, name, seed, oracle, result.history, {args.budget: result.speedup})
+                   | {"live": True} | _verified(program, result) for (name, seed), result in runs.items()]
+
+
+def _verified(program: str, result) -> dict:
+    """What the run reported and kept, and the kept config's speedup measured again in a fresh
+    batch beside the default (1 for a kept default; None when it failed there)."""
+    verified = 1.0
+    if not result.kept_default:
+        batch = measure(program, [result.best_config], VERIFY)
+        (kept,) = batch.measurements
+        verified = batch.default_ns / kept.median_ns if kept.ok else None
+    return {"kept_default": result.kept_default, "reported": result.speedup, "verified": verified}
 
 
 def _fitted_on(options: dict, root: Path) -> dict:
@@ -265,8 +286,8 @@ def markdown(rows: list[dict]) -> str:
         random_kept = gmean([r["kept"]["32"] for r in mine if r["strategy"] == "random"])
         lines += [f"\n{space}: {len(programs)} programs, oracle geomean {oracle:.3f}x",
                   f"| strategy | configs to within {WITHIN:.0%} of the oracle (median) | share of the oracle's "
-                  "gain at " + " / ".join(map(str, BUDGETS)) + " (median) | geomean speedup at 32 (x random's) "
-                  "| kept at 32, confirmed (x random's) | decisions slower than the default |",
+                  "gain at " + " / ".join(map(str, BUDGETS)) + " (median) | found at 32, geomean (x random's) "
+                  "| kept at 32, geomean (x random's) | decisions slower than the default |",
                   "|---|---|---|---|---|---|"]
         for strategy in dict.fromkeys(r["strategy"] for r in mine):
             runs = [r for r in mine if r["strategy"] == strategy]
@@ -278,6 +299,26 @@ def markdown(rows: list[dict]) -> str:
             lines.append(f"| {strategy} | {reach:.1f} | {shares} | {at_32:.3f}x ({at_32 / random_32:.3f}) | "
                          f"{kept_32:.3f}x ({kept_32 / random_kept:.3f}) | {sum(s < 1 for s in kept)} of {len(kept)} |")
     return "\n".join(lines)
+
+
+def curse(rows: list[dict]) -> str:
+    """Live runs that kept a config, per strategy: geomeans of the best speedup the search
+    found, the one the tune reported (kept) and the one a fresh batch verified, and their
+    ratios (the winner's curse of each number)."""
+    kept = [r for r in rows if "verified" in r and not r["kept_default"]]
+    verified = [r for r in kept if r["verified"] is not None]
+    if not kept:
+        return ""
+    lines = ["\n| strategy | runs that kept a config | found, geomean | reported (kept), geomean | "
+             "verified, geomean | found / verified | reported / verified |", "|---|---|---|---|---|---|---|"]
+    for strategy in dict.fromkeys(r["strategy"] for r in verified):
+        runs = [r for r in verified if r["strategy"] == strategy]
+        found = gmean([r["history"][-1] for r in runs])
+        reported, again = gmean([r["reported"] for r in runs]), gmean([r["verified"] for r in runs])
+        lines.append(f"| {strategy} | {len(runs)} | {found:.3f}x | {reported:.3f}x | {again:.3f}x | "
+                     f"{found / again:.3f} | {reported / again:.3f} |")
+    failed = len(kept) - len(verified)
+    return "\n".join(lines) + (f"\n\n{failed} kept config(s) failed when verified" if failed else "")
 
 
 def plot(rows: list[dict], path: Path) -> None:

@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.fusion_space import fusion_choices
 from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.layouts import LayoutSpace
@@ -51,7 +52,6 @@ from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.programs import Program, load_program
-from hlotune.compiler.fusion_space import fusion_choices
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
@@ -195,6 +195,8 @@ def _prior(options: TuneOptions, layouts: LayoutSpace | None, module: str | None
     model = options.ranking_model
     if model is None:
         return None
+    if options.space == "fusion":
+        return ModuleRoofline(module)
     if _is_transfer(model):
         return load_transfer(model, options.space)
     return ScorerCostModel(load_scorers(model, options.space), layouts, options.seed)
@@ -213,8 +215,6 @@ def _kernelwise(options: TuneOptions, space: SearchSpace, module: str) -> Kernel
 def _settings(options: TuneOptions) -> MeasureSettings:
     """The measurement settings; in the tile space each config is profiled too (kernels are
     what it tunes), unless the settings profile already."""
-    if options.space == "fusion":
-        return ModuleRoofline(module)
     if options.space != "tile" or options.settings.profile_runs:
         return options.settings
     return replace(options.settings, profile_runs=TILE_PROFILE_RUNS)

@@ -167,3 +167,15 @@ def test_opt_fuse_measure_json(capsys):
             assert CompileConfig.from_dict(result["config"]).kernels.fusion
     assert main(["opt", "fuse", "zoo:transformer@tiny", "--measure", "--per-method", "0"]) == 1
     assert "--per-method must be at least 1" in capsys.readouterr().err
+
+
+def test_tune_searches_the_fusion_space(tmp_path):
+    import hlotune
+    from hlotune.tuning.database import TuningDatabase
+
+    result = hlotune.tune("zoo:transformer@tiny", space="fusion", budget=4, db_path=tmp_path / "db.sqlite")
+    assert result.space == "fusion" and result.measurements >= 4
+    with TuningDatabase(tmp_path / "db.sqlite") as db:
+        configs = [record.config for record in db.records(result.fingerprint)]
+    tried = [c for c in configs if not c.is_default]
+    assert tried and all(c.kernels.fusion and not c.kernels.partitions and c.flags.is_default for c in tried)

@@ -23,7 +23,7 @@ __all__ = ["Dataset", "SplitInfo", "peek", "split_info"]
 
 SPLITS = ("train", "valid", "test")
 SEARCHES = ("default", "random")
-PATH_COLLECTIONS = ("tile", "layout", "flags")
+PATH_COLLECTIONS = ("tile", "layout", "flags", "fusion")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class SplitInfo:
 
 
 def split_info(path: PathLike) -> SplitInfo:
-    """Parse the folders after the last `tile`, `layout` or `flags` component of `path`."""
+    """Parse the folders after the last `tile`, `layout`, `flags` or `fusion` component of `path`."""
     folders = Path(path).parts
     if folders and folders[-1].endswith(".npz"):
         folders = folders[:-1]

@@ -16,7 +16,7 @@ import numpy as np
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
-COLLECTIONS = ("tile", "layout", "flags")
+COLLECTIONS = ("tile", "layout", "flags")  # the collections models learn from (fusion: data only)
 
 
 @dataclass
@@ -67,6 +67,16 @@ class LayoutConfigs:
     config_runtime_samples: np.ndarray | None = None  # (c, s) int64 ns
 
 
+@dataclass(kw_only=True)
+class FusionConfigs(LayoutConfigs):
+    """hlotune's fusion collection: per-node configs as in layout, on the kernels of XLA:CPU's
+    default fused module. `node_config_feat` is (c, nc, 5), one-hot: keep, merge, split at the
+    kernel's 1st, 2nd or 3rd offered point; a row of keeps is XLA's own fusion
+    (compiler/fusion_features.py)."""
+
+    node_config_choices: np.ndarray  # (nc, 5) int64: the node each decision acts on, -1 if not offered
+
+
 @dataclass
 class FlagConfigs:
     """hlotune's graph-level config collection: one row of named features per config.
@@ -82,7 +92,7 @@ class FlagConfigs:
     config_feat_numerics: np.ndarray | None = None  # (f,) int64: 1 = a numerics-changing option
 
 
-Configs = TileConfigs | LayoutConfigs | FlagConfigs
+Configs = TileConfigs | LayoutConfigs | FusionConfigs | FlagConfigs
 
 
 @dataclass
@@ -112,8 +122,9 @@ class GraphSample:
 
         `x` node features, `node_opcode`, `edge_index` in PyG's sender-first order (operand ->
         consumer, the TpuGraphs [u, v] rows flipped); with configs, `config_feat` (tile, flags:
-        `(c, f)`, layout: `(c, nc, 18)`), `config_runtime` `(c,)` ns and, for layout,
-        `node_config_index` (TpuGraphs' node_config_ids, named so that batching offsets it).
+        `(c, f)`, layout: `(c, nc, 18)`, fusion: `(c, nc, 5)`), `config_runtime` `(c,)` ns and,
+        for layout and fusion, `node_config_index` (TpuGraphs' node_config_ids, named so that
+        batching offsets it).
         """
         import torch
         from torch_geometric.data import Data
@@ -137,4 +148,5 @@ class GraphSample:
 
 
 def collection_of(configs: Configs | None) -> str | None:
-    return {TileConfigs: "tile", LayoutConfigs: "layout", FlagConfigs: "flags"}.get(type(configs))
+    return {TileConfigs: "tile", LayoutConfigs: "layout", FusionConfigs: "fusion",
+            FlagConfigs: "flags"}.get(type(configs))

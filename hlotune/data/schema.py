@@ -1,4 +1,4 @@
-"""The npz schema of hlotune's three collections, written down as data.
+"""The npz schema of hlotune's four collections, written down as data.
 
 Each collection is a table of keys: dtype kind, shape in symbols shared across keys (`n` nodes,
 `m` edges, `c` configs, ...), whether the key is required, and the value rules a reader
@@ -221,6 +221,18 @@ CONFIG_KEYS: Mapping[str, tuple[KeySpec, ...]] = {
                 rules=(NON_NEGATIVE,)),
         RUNTIME_SAMPLES,
     ),
+    "fusion": (
+        KeySpec("node_config_ids", "int", ("nc",), "the kernels (fusion instructions) with fusion choices",
+                rules=(NODE_INDEX, Increasing(strict=True))),
+        KeySpec("node_config_feat", "float", ("c", "nc", 5),
+                "one-hot decision: keep, merge, split at the 1st, 2nd or 3rd offered point",
+                rules=(Bounds(low=0, high=1),)),
+        KeySpec("config_runtime", "int", ("c",), "median runtime in ns", rules=(NON_NEGATIVE,)),
+        RUNTIME_SAMPLES,
+        KeySpec("node_config_choices", "int", ("nc", 5),
+                "the node each decision acts on (the kernel, or the split's instruction); -1 if not offered",
+                rules=(Bounds(low=0, high="n", high_open=True, extra=(-1,)),)),
+    ),
     "flags": (
         KeySpec("config_feat", "float", ("c", "f"), "one row of named option values per config"),
         KeySpec("config_feat_names", "unicode", ("f",), "the name of each config_feat column",
@@ -245,20 +257,23 @@ def flag_column(option: str, value: object | None = None) -> str:
     return option if value is None else f"{option}={value}"
 
 
-# The key whose presence says which collection a file belongs to.
-MARKERS: Mapping[str, str] = {
-    "tile": "config_runtime_normalizers",
-    "layout": "node_config_feat",
-    "flags": "config_feat_names",
+# The keys whose presence says which collection a file belongs to. A fusion file is a layout
+# file plus node_config_choices: a collection whose markers include another's outranks it.
+MARKERS: Mapping[str, tuple[str, ...]] = {
+    "tile": ("config_runtime_normalizers",),
+    "layout": ("node_config_feat",),
+    "flags": ("config_feat_names",),
+    "fusion": ("node_config_feat", "node_config_choices"),
 }
 
 
 def detect_collection(keys: Iterable[str]) -> str | None:
-    """The collection whose marker key is present; None for a graph without configs."""
+    """The collection whose markers are present; None for a graph without configs."""
     present = set(keys)
-    found = [name for name, marker in MARKERS.items() if marker in present]
+    found = [name for name, markers in MARKERS.items() if present.issuperset(markers)]
+    found = [name for name in found if not any(set(MARKERS[name]) < set(MARKERS[other]) for other in found)]
     if len(found) > 1:
-        markers = ", ".join(MARKERS[name] for name in found)
+        markers = ", ".join(dict.fromkeys(key for name in found for key in MARKERS[name]))
         raise HlotuneError(f"keys of several collections ({markers}): cannot tell which it is")
     return found[0] if found else None
 

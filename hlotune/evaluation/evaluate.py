@@ -55,6 +55,9 @@ def evaluate(
         if not sample.labelled:
             continue
         collection = sample.collection
+        if collection not in metrics.TOP_K:  # fusion files: data, no model ranks them yet
+            raise HlotuneError(f"{sample.source or sample.name}: a {collection} graph; "
+                               f"hlotune eval scores {', '.join(metrics.TOP_K)} graphs")
         runtimes, scores = target_runtimes(sample), np.asarray(score(sample), np.float64)
         keep = metrics.eval_indices_for(sample.name, eval_indices or {}, sample.num_configs)
         if keep is not None:

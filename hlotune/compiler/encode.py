@@ -2,7 +2,8 @@
 that cost models read while tuning, so a model ranks candidates exactly as it was trained.
 
 The program's graph is featurized once; the configs become flag features (`FlagConfigs`, one
-named column per option value) or per-site layouts (`LayoutConfigs`).
+named column per option value), per-site layouts (`LayoutConfigs`) or per-kernel fusion
+decisions (`FusionConfigs`), whose graph is the default fused module (fusion_features.py).
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ import numpy as np
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FLAG_FEATURE_NAMES, FLAG_FEATURE_NUMERICS
+from hlotune.compiler.fusion_features import FusionSites
+from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigs, FusionConfigs, GraphArrays, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
 
-COLLECTIONS = ("flags", "layout")
+COLLECTIONS = ("flags", "layout", "fusion")
 
 
 class ConfigEncoder:
-    """Encodes configs of the program behind `layouts` for the `flags` or `layout` collection."""
+    """Encodes configs of the program behind `layouts` for the `flags`, `layout` or `fusion`
+    collection."""
 
     def __init__(self, layouts: LayoutSpace) -> None:
         self.layouts = layouts
@@ -31,6 +35,15 @@ class ConfigEncoder:
     @cached_property
     def graph(self) -> GraphArrays:
         return featurize(self.layouts.graph)
+
+    @cached_property
+    def fusion(self) -> FusionSites:
+        """The kernels of the program's default fused module (compiled on first use)."""
+        return FusionSites(program_module(self.layouts))
+
+    @cached_property
+    def fused_graph(self) -> GraphArrays:
+        return featurize(self.fusion.graph)
 
     def graph_sample(
         self,
@@ -50,7 +63,13 @@ class ConfigEncoder:
         elif collection == "layout":
             feat = self.layouts.node_config_feat([config.layout for config in configs])
             encoded = LayoutConfigs(self.layouts.node_config_ids, feat, runtime, **measured)
+        elif collection == "fusion":
+            sites = self.fusion
+            feat = sites.node_config_feat([config.kernels for config in configs])
+            encoded = FusionConfigs(sites.node_config_ids, feat, runtime, **measured,
+                                    node_config_choices=sites.node_config_choices)
         else:
-            raise HlotuneError(f"unknown collection {collection!r}: use {' or '.join(COLLECTIONS)}")
+            raise HlotuneError(f"unknown collection {collection!r}: use {', '.join(COLLECTIONS)}")
         program = self.layouts.program
-        return GraphSample(self.graph, encoded, name=program.slug, source=program.name)
+        graph = self.fused_graph if collection == "fusion" else self.graph
+        return GraphSample(graph, encoded, name=program.slug, source=program.name)

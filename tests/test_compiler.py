@@ -16,6 +16,7 @@ import pytest
 
 from hlotune.collect.collector import CollectSettings, collect, draw_configs, stored_samples
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.encode import ConfigEncoder
 from hlotune.compiler.flags import (
     FLAG_FEATURE_NAMES,
     FLAG_OPTIONS,
@@ -209,7 +210,7 @@ def test_collection_replaces_configs_that_fail_by_further_draws(tmp_path, monkey
     crash = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["gather_simplifier"]}))
     stream = [crash] + [CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False})),
                         CompileConfig(FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False}))]
-    monkeypatch.setattr(collector, "draw_configs", lambda layouts, settings, count=None:
+    monkeypatch.setattr(collector, "draw_configs", lambda encoder, settings, count=None:
                         stream[: settings.configs if count is None else count])
     settings = CollectSettings(space="flags", configs=2, samples=2, batch=2, repeats=1)
     result = collect("zoo:lstm@tiny", settings, tmp_path, progress=False)
@@ -301,17 +302,17 @@ def test_output_check_tolerances_suit_each_dtype():
 
 
 def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
-    settings = CollectSettings(space="flags", configs=40, seed=1)
-    drawn = draw_configs(mlp_space, settings)
-    assert drawn == draw_configs(mlp_space, settings)
-    assert draw_configs(mlp_space, settings, 50)[:40] == drawn  # failures' replacements come next
-    assert drawn != draw_configs(mlp_space, CollectSettings(space="flags", configs=40, seed=2))
+    settings, encoder = CollectSettings(space="flags", configs=40, seed=1), ConfigEncoder(mlp_space)
+    drawn = draw_configs(encoder, settings)
+    assert drawn == draw_configs(encoder, settings)
+    assert draw_configs(encoder, settings, 50)[:40] == drawn  # failures' replacements come next
+    assert drawn != draw_configs(encoder, CollectSettings(space="flags", configs=40, seed=2))
     assert len(set(drawn)) == 40 and not any(config.is_default for config in drawn)
     singles = Exhaustive.around_default(SearchSpace("flags", allow_numerics_change=True)).ask(1000)
     assert set(drawn[: len(singles)]) == set(singles)  # every single change first, all options
     assert any(config.numerics == "changing" for config in drawn)
     for search in ("random", "default"):
-        layouts = draw_configs(mlp_space, CollectSettings(space="layout", configs=6, search=search))
+        layouts = draw_configs(encoder, CollectSettings(space="layout", configs=6, search=search))
         assert len(set(layouts)) == 6 and all(config.flags.is_default for config in layouts)
     with pytest.raises(HlotuneError, match="layout search"):
         CollectSettings(space="layout", search="sideways")

@@ -47,7 +47,7 @@ class CollectSettings:
     configs: int = 64
     samples: int = 30  # per config, at least
     seed: int = 0
-    search: str = "random"  # layout: random or default (perturbations of the compiler's choice)
+    search: str = "random"  # layout, fusion: random or default (perturbations of the compiler's choice)
     batch: int = 8
     repeats: int = 3
     rtol: float | None = None  # float outputs' tolerance; None: per dtype
@@ -55,7 +55,7 @@ class CollectSettings:
 
     def __post_init__(self) -> None:
         if self.space not in COLLECTIONS:
-            raise HlotuneError(f"unknown space {self.space!r}: use {' or '.join(COLLECTIONS)}")
+            raise HlotuneError(f"unknown space {self.space!r}: use {', '.join(COLLECTIONS)}")
         if self.search not in LAYOUT_SEARCHES:
             raise HlotuneError(f"unknown layout search {self.search!r}: use {' or '.join(LAYOUT_SEARCHES)}")
         if min(self.configs, self.samples, self.batch, self.repeats) < 1:
@@ -90,14 +90,14 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
     if (done := _collected(summary_path, program.name, settings)) is not None:
         return done
     started = time.perf_counter()
-    layouts = LayoutSpace(program)
-    candidates = draw_configs(layouts, settings)
+    encoder = ConfigEncoder(LayoutSpace(program))
+    candidates = draw_configs(encoder, settings)
     journal = Journal(out / ".journal" / f"{name}.jsonl", asdict(settings) | {"program": program.name})
     resumed = bool(journal.rounds)
     with Measurer(program.name, settings.measure_settings()) as measurer:  # one worker for all
         batches = _measure_batches(measurer, _in_batches(candidates, settings.batch), journal, progress)
-        replaced = _replace_failures(measurer, layouts, settings, candidates, batches, journal, progress)
-    sample, records = _assemble(layouts, batches, settings)
+        replaced = _replace_failures(measurer, encoder, settings, candidates, batches, journal, progress)
+    sample, records = _assemble(encoder, batches, settings)
     write_sample(out / f"{name}.npz", sample)
     result = CollectResult(
         program=program.name, path=str(out / f"{name}.npz"),
@@ -127,12 +127,14 @@ def _collected(summary_path: Path, name: str, settings: CollectSettings) -> Coll
 
 
 def draw_configs(
-    layouts: LayoutSpace, settings: CollectSettings, count: int | None = None
+    encoder: ConfigEncoder, settings: CollectSettings, count: int | None = None
 ) -> list[CompileConfig]:
     """The first `count` (default `settings.configs`) configs of the seed's stream, drawn through
     the tuner's space and strategies: the same seed draws the same configs, and a longer draw
-    begins with a shorter one."""
-    space = SearchSpace(settings.space, layouts, allow_numerics_change=True)  # data wants variety
+    begins with a shorter one. The fusion space's choices are those of the encoder's fused module."""
+    fusion = encoder.fusion.choices if settings.space == "fusion" else None
+    space = SearchSpace(settings.space, encoder.layouts, allow_numerics_change=True,  # data wants variety
+                        fusion=fusion)
     return _strategy(space, settings).ask(settings.configs if count is None else count)
 
 
@@ -143,7 +145,7 @@ def _complete(summary: dict, settings: CollectSettings) -> bool:
     return healthy >= settings.configs or summary.get("replacements", 0) >= REPLACEMENTS * settings.configs
 
 
-def _replace_failures(measurer, layouts, settings, candidates, batches, journal, progress) -> int:
+def _replace_failures(measurer, encoder, settings, candidates, batches, journal, progress) -> int:
     """Measure further draws, one batch per shortfall, until `settings.configs` configs are
     healthy or REPLACEMENTS times as many were drawn again; extends `candidates` and
     `batches`, returns how many were drawn. Deterministic given the journal, so resuming
@@ -152,7 +154,7 @@ def _replace_failures(measurer, layouts, settings, candidates, batches, journal,
     while True:
         healthy = sum(r["status"] == OK for b in batches for r in b["configs"])
         short = min(settings.configs - healthy, first + REPLACEMENTS * settings.configs - len(candidates))
-        extra = draw_configs(layouts, settings, len(candidates) + short)[len(candidates):] if short > 0 else []
+        extra = draw_configs(encoder, settings, len(candidates) + short)[len(candidates):] if short > 0 else []
         if not extra:  # enough, the cap, or the space has no more configs
             return len(candidates) - first
         batches += _measure_batches(measurer, [extra], journal, progress, first=len(batches))
@@ -165,8 +167,9 @@ def _in_batches(candidates: list[CompileConfig], size: int) -> list[list[Compile
 
 def _strategy(space: SearchSpace, settings: CollectSettings) -> Strategy:
     """Flags: every single change of the default first (the knobs that matter differ per graph),
-    then random combinations. Layouts, as TpuGraphs' two searches: each site set with
-    probability 1/2 (`random`), or the compiler's choice perturbed at one to three sites."""
+    then random combinations. Layouts and fusion, as TpuGraphs' two layout searches: each site
+    (kernel) set with probability 1/2 (`random`), or the compiler's choice perturbed at one to
+    three sites (`default`)."""
     if settings.space == "flags":
         return Chain(Exhaustive.around_default(space, seed=settings.seed), RandomSearch(space, settings.seed))
     if settings.search == "random":
@@ -223,7 +226,7 @@ def _record(measurement: Measurement) -> dict:
     }
 
 
-def _assemble(layouts: LayoutSpace, batches: list[dict], settings: CollectSettings):
+def _assemble(encoder: ConfigEncoder, batches: list[dict], settings: CollectSettings):
     """The npz sample (default first, then the healthy configs) and one record per candidate."""
     default_ns = float(np.median([b["default_ns"] for b in batches]))
     configs, runtimes, samples, records = [DEFAULT_CONFIG], [default_ns], [batches[0]["reference_samples"]], []
@@ -235,7 +238,7 @@ def _assemble(layouts: LayoutSpace, batches: list[dict], settings: CollectSettin
                 configs.append(CompileConfig.from_dict(record["config"]))
                 runtimes.append(record["median_ns"] * scale)
                 samples.append(record["samples"])
-    sample = ConfigEncoder(layouts).graph_sample(settings.space, configs, np.array(runtimes), stored_samples(samples))
+    sample = encoder.graph_sample(settings.space, configs, np.array(runtimes), stored_samples(samples))
     return sample, records
 
 

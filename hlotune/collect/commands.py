@@ -1,6 +1,6 @@
 """`hlotune collect`: measure programs under many compiler configs into a TpuGraphs dataset.
 
-    hlotune collect --space flags|layout --program SPEC... --out DIR [--configs N] [--samples N]
+    hlotune collect --space flags|layout|fusion --program SPEC... --out DIR [--configs N] [--samples N]
                     [--seed S] [--search random|default] [--batch B] [--noise-target F]
                     [--json] [--quiet]
 
@@ -23,11 +23,12 @@ def add_commands(commands) -> None:
         "collect",
         help="measure programs under many compiler configs into a dataset",
         description="Compile and measure each PROGRAM under --configs configurations of one "
-        "space (flags: XLA options; layout: per-tensor layouts) on this machine, and write "
+        "space (flags: XLA options; layout: per-tensor layouts; fusion: per-kernel splits and "
+        "merges of XLA's fusion) on this machine, and write "
         "OUT/NAME.npz (TpuGraphs format, with every sample) and OUT/NAME.json (noise floor, "
         "failures, machine). Re-running the same command resumes where it stopped.",
     )
-    collect.add_argument("--space", choices=("flags", "layout"), required=True,
+    collect.add_argument("--space", choices=("flags", "layout", "fusion"), required=True,
                          help="the tile collection (kernels) is built by python -m hlotune.collect.builtin --tile")
     collect.add_argument("--program", nargs="+", required=True, metavar="SPEC",
                          help="zoo:NAME[@VARIANT] or path/to/file.py:FACTORY")
@@ -35,7 +36,7 @@ def add_commands(commands) -> None:
     collect.add_argument("--samples", type=int, default=30, help="samples per config (default 30)")
     collect.add_argument("--seed", type=int, default=0)
     collect.add_argument("--search", choices=("random", "default"), default="random",
-                         help="layout sampler: uniform (random) or around the default (default)")
+                         help="layout and fusion sampler: uniform (random) or around the default (default)")
     collect.add_argument("--batch", type=int, default=8, help="configs measured together")
     collect.add_argument("--noise-target", type=float, metavar="F",
                          help="take more rounds until each config's median is known within F "

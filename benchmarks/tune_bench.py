@@ -26,8 +26,9 @@ so this file measures the gap of earlier tuners too.
 Strategies: random; guided, ranked by the pretrained GNN (what `hlotune tune` ranks with);
 guided+online, which also learns the program while it measures (tuning/online.py, the
 default); transfer+online, the transfer model of tuning/transfer.py (fitted on --root's
-training families' collections) as the prior. Replay adds the transfer model alone and summed
-with the GNN's ranking.
+training families' collections) as the prior; optuna and optuna-gp, Optuna's TPE and
+Gaussian-process samplers (live only: they ask for configs outside a recorded pool). Replay
+adds the transfer model alone and summed with the GNN's ranking.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
@@ -90,6 +91,8 @@ LIVE = {  # name -> tune() options ("transfer" is fitted on --root's flags train
     "guided": dict(strategy="evolutionary", online=False),
     "guided+online": dict(strategy="evolutionary", online=True),
     "transfer+online": dict(strategy="evolutionary", online=True, model="transfer"),
+    "optuna": dict(strategy="optuna"),  # the peers a user would try first: TPE and GP
+    "optuna-gp": dict(strategy="optuna-gp"),
 }
 
 

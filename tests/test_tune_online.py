@@ -20,7 +20,7 @@ from hlotune.programs import load_program
 from hlotune.tuning.callbacks import UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, RankSum
 from hlotune.tuning.database import Decision, TuningDatabase
-from hlotune.tuning.online import ChoiceModel, OnlineCostModel, ridge
+from hlotune.tuning.online import ChoiceModel, OnlineCostModel, choices, ridge
 from hlotune.tuning.transfer import TransferCostModel, collection_examples, load_transfer
 from hlotune.tuning.replay import ReplayRunner
 from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial
@@ -74,6 +74,41 @@ def test_the_program_outvotes_a_wrong_prior_as_measurements_accumulate():
     model.update(trials, 1e6)
     assert model.measured == 5
     assert np.argmin(model.predict([O1, NO_FUSION])) == 0  # five measurements against a weight of 2
+
+
+class _Truthful(CostModel):
+    """A prior that knows the truth."""
+
+    def __init__(self, truth) -> None:
+        self.truth = truth
+
+    def predict(self, configs):
+        return np.array([self.truth(c) for c in configs])
+
+
+def _weight_after(prior_of, n: int = 24) -> tuple[float, float]:
+    """The prior's weight once `n` random flag draws were measured, and what the count rule
+    alone would leave it. A config's cost is a product of per-choice effects (what
+    ChoiceModel can learn) with 1% noise; `prior_of(truth)` is the prior."""
+    space, rng = SearchSpace("flags"), random.Random(0)
+    configs = list(dict.fromkeys(space.random_config(rng) for _ in range(n)))
+    effect = {name: rng.uniform(-0.2, 0.2) for c in configs for name in choices(c)}
+    truth = lambda c: float(np.exp(sum(effect.get(name, 0.0) for name in choices(c))))
+    model = OnlineCostModel(prior_of(truth), prior_trials=16)
+    model.update([Trial(c, truth(c) * (1 + rng.gauss(0, 0.01))) for c in configs], 1e6)
+    return model.prior_weight, 16 / (16 + model.measured)
+
+
+def test_the_prior_weighs_what_its_agreement_with_the_program_earns():
+    assert _weight_after(lambda truth: _Truthful(lambda c: -truth(c)))[0] == 0.0  # exactly wrong
+    right, by_count = _weight_after(lambda truth: _Truthful(truth))
+    assert right == by_count  # a right prior: the count rule
+    noise = lambda c: random.Random(c.key).gauss(0, 0.5)
+    noisy, by_count = _weight_after(lambda truth: _Truthful(lambda c: truth(c) + noise(c)))
+    assert 0 < noisy < by_count  # a noisy one: less than the count rule leaves it
+    few = OnlineCostModel(_Truthful(lambda c: 1.0), prior_trials=16)
+    few.update([Trial(DEFAULT_CONFIG, 1.0), Trial(O1, 0.9)], 1e6)
+    assert few.prior_weight == 16 / 18  # too few measurements to judge: the count rule
 
 
 def test_a_pool_is_measured_in_the_order_a_learning_model_ranks_it():

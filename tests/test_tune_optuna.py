@@ -15,7 +15,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.tuning.database import TuningDatabase
 from hlotune.compiler.space import SearchSpace
-from hlotune.tuning.strategies import OptunaStudy, OptunaTPE, Trial
+from hlotune.tuning.strategies import OptunaStudy, OptunaTPE, Trial, make_strategy
 from hlotune.tuning.tuner import tune
 
 optuna = need("optuna", install="pip install 'hlotune[optuna]'")
@@ -106,3 +106,16 @@ def test_the_user_may_bring_an_optuna_sampler(tmp_path):
     stored = optuna.load_study(storage=f"sqlite:///{tmp_path / 't.optuna.sqlite'}",
                                study_name=result.fingerprint)
     assert len(stored.trials) == 3
+
+
+def test_optunas_gaussian_process_sampler_is_a_strategy_of_its_own():
+    space = SearchSpace("flags")
+    strategy = make_strategy("optuna-gp", space, seed=3)
+    assert strategy.name == "optuna-gp"
+    strategy.tell([Trial(DEFAULT_CONFIG, 1.0)])
+    asked = []
+    for _ in range(3):  # past the sampler's random start-up trials, so the GP itself proposes
+        batch = strategy.ask(4)
+        strategy.tell([Trial(config, _fake_cost(config)) for config in batch])
+        asked += batch
+    assert len(set(asked)) == 12 and DEFAULT_CONFIG not in asked

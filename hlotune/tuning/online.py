@@ -5,7 +5,7 @@ evidence there is once a few exist. `ChoiceModel` is a ridge regression of log(c
 choices a config makes (each XLA option value, disabled pass and layout, as in the report's
 importance analysis): it refits in microseconds after every batch, so it can follow the search.
 `OnlineCostModel` blends its ranking with a prior's (the pretrained GNN), the prior's weight
-falling as measurements accumulate. (Exploration, so that a prior wrong about this program
+following how well it ranks what this program's measurements show. (Exploration, so that a prior wrong about this program
 cannot keep the search away from what it misjudged, is the strategy's: Evolutionary's
 `explore`.)
 """
@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
+from scipy.stats import kendalltau, rankdata
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.tuning.cost_model import CostModel
@@ -69,25 +69,60 @@ class ChoiceModel:
 class OnlineCostModel(CostModel):
     """The program's own ChoiceModel blended with a `prior`.
 
-    The blend is of ranks (the prior's scores are not in cost units): the prior weighs
-    `prior_trials / (prior_trials + n)` after n healthy measurements, so it leads at the start
-    and fades once the program has spoken.
+    The blend is of ranks (the prior's scores are not in cost units). The prior weighs at most
+    `prior_trials / (prior_trials + n)` after n healthy measurements: it leads at the start and
+    fades once the program has spoken. From AGREEMENT_TRIALS measurements on, its weight also
+    follows the evidence: each model is scored by how well it ranks the measured configs
+    (Kendall tau; the own model by leave-one-out, so it is not judged on the costs it was
+    fitted to), and the prior gets no more than its agreement's share of the two. A prior wrong
+    about this program thus loses its say as soon as the program's measurements show it,
+    instead of steering the search away from what it misjudged for `prior_trials` more configs.
     """
 
     def __init__(self, prior: CostModel | None = None, *, prior_trials: int = 16) -> None:
         self.prior, self.prior_trials = prior, prior_trials
         self.learned = ChoiceModel()
         self.measured = 0
+        self.prior_weight = 1.0
 
     def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
         own = rankdata(self.learned.predict(configs))
         if self.prior is None:
             return own
-        weight = self.prior_trials / (self.prior_trials + self.measured)
-        return weight * rankdata(self.prior.predict(configs)) + (1 - weight) * own
+        return self.prior_weight * rankdata(self.prior.predict(configs)) + (1 - self.prior_weight) * own
 
     def update(self, trials: Sequence[Trial], default_ns: float) -> None:
-        """Refit on every healthy trial (the prior is fine-tuned separately, if at all)."""
+        """Refit on every healthy trial and re-weigh the prior (which is fine-tuned separately,
+        if at all)."""
         healthy = [trial for trial in trials if math.isfinite(trial.cost)]
-        self.learned.fit([t.config for t in healthy], [t.cost for t in healthy])
+        configs, costs = [t.config for t in healthy], [t.cost for t in healthy]
+        self.learned.fit(configs, costs)
         self.measured = len(healthy)
+        if self.prior is not None:
+            self.prior_weight = self._prior_weight(configs, costs)
+
+    def _prior_weight(self, configs: list[CompileConfig], costs: list[float]) -> float:
+        by_count = self.prior_trials / (self.prior_trials + len(configs))
+        if len(configs) < AGREEMENT_TRIALS:
+            return by_count
+        prior = max(_tau(self.prior.predict(configs), costs), 0.0)
+        own = max(_tau(_leave_one_out(configs, costs, self.learned.penalty), costs), 0.0)
+        return min(by_count, prior / (prior + own)) if prior + own > 0 else by_count
+
+
+AGREEMENT_TRIALS = 8  # healthy measurements before the prior is weighed by its agreement
+
+
+def _tau(scores, costs) -> float:
+    tau = kendalltau(scores, costs).statistic
+    return 0.0 if math.isnan(tau) else float(tau)
+
+
+def _leave_one_out(configs: list[CompileConfig], costs: list[float], penalty: float) -> np.ndarray:
+    """Each config's log cost as predicted by a ChoiceModel fitted on all the others."""
+    predicted = []
+    for i in range(len(configs)):
+        model = ChoiceModel(penalty)
+        model.fit(configs[:i] + configs[i + 1:], costs[:i] + costs[i + 1:])
+        predicted.append(model.predict([configs[i]])[0])
+    return np.array(predicted)

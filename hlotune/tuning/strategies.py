@@ -30,7 +30,7 @@ from hlotune.extras import require
 if TYPE_CHECKING:
     from hlotune.tuning.cost_model import CostModel
 
-STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna")
+STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna", "optuna-gp")
 
 
 @dataclass(frozen=True)
@@ -363,6 +363,17 @@ def _label(value):
     return value if value is None or isinstance(value, (bool, int, float, str)) else str(value)
 
 
+class OptunaGP(OptunaTPE):
+    """Optuna's Gaussian-process sampler (Bayesian optimisation with a kernel over categorical
+    parameters): the other model-free peer a user would try."""
+
+    name = "optuna-gp"
+
+    def __init__(self, space: SearchSpace, seed: int = 0, *, study: OptunaStudy | None = None) -> None:
+        optuna = require("optuna", "optuna", "--strategy optuna-gp")
+        super().__init__(space, seed, sampler=optuna.samplers.GPSampler(seed=seed), study=study)
+
+
 def make_strategy(
     name: str, space: SearchSpace, seed: int = 0, cost_model: CostModel | None = None, *,
     study: OptunaStudy | None = None,
@@ -379,4 +390,6 @@ def make_strategy(
         return RandomSearch(space, seed)
     if name == "exhaustive":
         return Exhaustive.around_default(space, seed=seed)
+    if name == "optuna-gp":
+        return OptunaGP(space, seed, study=study)
     return OptunaTPE(space, seed, study=study)

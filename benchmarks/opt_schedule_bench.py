@@ -1,0 +1,72 @@
+"""GO's scheduling task on XLA:CPU: peak bytes and measured ms of each order, per program.
+
+Runs `hlotune opt schedule PROGRAM --measure` (hlotune.tuning.measured_schedule) on each
+program with the shipped policy and prints the table docs/go.md shows: per order (the policy's
+best of its sampled orders, XLA's best scheduler, depth-first, memory-greedy) the peak
+temporary bytes of XLA's buffer assignment and the minimum over rounds of the call time, beside
+the noise floor of two replicas of XLA's order. The control, `random`, is the best peak of as
+many orders from uniform random priorities (the policy's prior against none).
+
+    python benchmarks/opt_schedule_bench.py --out docs/img/go_schedule_bench.json
+    python benchmarks/opt_schedule_bench.py --programs zoo:lstm@small --samples 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
+from hlotune.compiler.schedule import EntrySchedule, compile_schedule
+from hlotune.hlo.sources import from_text
+from hlotune.opt.commands import DEFAULT_SAMPLES, PRETRAINED_DIR
+from hlotune.opt.policy import GOPolicy
+from hlotune.opt.schedules import EntryOps, by_priority
+from hlotune.programs import load_program
+from hlotune.tuning.measured_schedule import ORDERS, measure_schedules
+
+PROGRAMS = ("zoo:lstm@small", "zoo:moe@small", "zoo:gnn@small", "zoo:transformer@small",
+            "zoo:gpt@small", "zoo:resnet@small", "zoo:vae@small", "corpus:hf-bert@small")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--programs", nargs="+", default=PROGRAMS)
+    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="write every report as JSON lines")
+    args = parser.parse_args()
+    policy, _ = GOPolicy.load(PRETRAINED_DIR)
+    reports = []
+    print("| program | instr. | " + " | ".join(f"{o} KiB / ms" for o in ORDERS)
+          + " | random KiB | XLA's best | noise | policy vs XLA |")
+    print("|---|---|" + "---|" * (len(ORDERS) + 4))
+    for spec in args.programs:
+        report = measure_schedules(spec, policy, samples=args.samples, seed=args.seed)
+        control = random_peak(spec, orders=report.policy_orders, seed=args.seed)
+        reports.append(report.to_json() | {"random_peak_bytes": control})
+        cells = [f"{r.peak_bytes / 1024:,.1f} / {r.ms:.3f}" + ("" if r.outputs_ok else " (DIFFER)")
+                 for r in report.results.values()]
+        gain = report.results["policy"].peak_bytes / report.results["xla"].peak_bytes - 1
+        print(f"| {spec} | {report.instructions} | " + " | ".join(cells)
+              + f" | {control / 1024:,.1f} | {report.xla_best} | {report.noise:.1%} | {gain:+.1%} peak |", flush=True)
+    if args.out:
+        args.out.write_text("".join(json.dumps(r) + "\n" for r in reports))
+
+
+def random_peak(spec: str, *, orders: int, seed: int) -> int:
+    """The lowest peak of `orders` list schedules by uniform random priorities."""
+    layouts = LayoutSpace(load_program(spec))
+    lowered = layouts.build(DEFAULT_LAYOUT).lower(*layouts.leaves)
+    text = compile_schedule(lowered).text
+    ops = EntryOps.of(EntrySchedule.parse(text), from_text(text))
+    rng = np.random.default_rng(seed)
+    drawn = dict.fromkeys(by_priority(ops.entry, rng.random(len(ops.entry.names))) for _ in range(orders))
+    return min(compile_schedule(lowered, order).peak_bytes for order in drawn)
+
+
+if __name__ == "__main__":
+    main()

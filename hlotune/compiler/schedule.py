@@ -86,7 +86,8 @@ class EntrySchedule:
         for index in indices:
             early = [self.names[i] for i in self.after[index] if i not in placed]
             if early:
-                raise HlotuneError(f"schedule runs {self.names[index]!r} before {early[0]!r}, which it uses")
+                raise HlotuneError(f"schedule runs {self.names[index]!r} before {early[0]!r}, which it "
+                                   "must follow")
             placed.add(index)
         if indices[-1] != self.root:
             raise HlotuneError(f"schedule must end with the ROOT {self.names[self.root]!r}")
@@ -126,12 +127,8 @@ def compile_schedule(lowered: Any, order: Sequence[str] | None = None, *,
                                            compiler_options={SCHEDULER_OPTION: SCHEDULERS[scheduler]})
     text = record.texts[-1]
     ran = EntrySchedule.parse(text).names if order is None else tuple(order)
-    return ScheduledCompile(executable, text, ran, peak_bytes(executable))
-
-
-def peak_bytes(executable: Any) -> int:
-    """The temporary bytes of an executable's buffer assignment: what its schedule changes."""
-    return int(executable.memory_analysis().temp_size_in_bytes)
+    peak = int(executable.memory_analysis().temp_size_in_bytes)  # what an order changes
+    return ScheduledCompile(executable, text, ran, peak)
 
 
 def _entry(hlo: HloText) -> str:

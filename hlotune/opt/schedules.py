@@ -19,12 +19,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from hlotune.hlo.graph import HloGraph
 from hlotune.opt.costs import OpGraph, op_graph
+
+if TYPE_CHECKING:
+    from hlotune.opt.policy import GOPolicy
 
 # Instructions whose output is no temporary buffer: arguments and constants have their own.
 _NOT_TEMPORARY = frozenset({"parameter", "constant"})
@@ -97,7 +100,7 @@ def by_priority(entry: Entry, priority: np.ndarray) -> tuple[str, ...]:
     return _list_schedule(entry, lambda ready: min(ready, key=lambda i: (-priority[i], i)))
 
 
-def policy_orders(policy, ops: EntryOps, samples: int, seed: int) -> list[tuple[str, ...]]:
+def policy_orders(policy: GOPolicy, ops: EntryOps, samples: int, seed: int) -> list[tuple[str, ...]]:
     """The orders of the policy's greedy priorities and of `samples` sampled ones."""
     import torch
 

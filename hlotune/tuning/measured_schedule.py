@@ -84,16 +84,11 @@ class ScheduleReport:
 def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
                       rounds: int = ROUNDS) -> ScheduleReport:
     """Compile `spec` under every order, pick the policy's best by peak, time them all."""
-    import jax
-    import numpy as np
-
     from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
-    from hlotune.compiler.output_check import check_outputs
     from hlotune.compiler.schedule import SCHEDULERS, EntrySchedule, compile_schedule
     from hlotune.hlo.sources import from_text
     from hlotune.opt import schedules
     from hlotune.programs import load_program
-    from hlotune.tuning.call_timing import interleaved_call_times
 
     start = time.perf_counter()
     layouts = LayoutSpace(load_program(spec))
@@ -109,26 +104,40 @@ def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
         "xla": by_xla[best],
         "depth_first": compile_schedule(lowered, schedules.depth_first(ops)),
         "memory_greedy": compile_schedule(lowered, schedules.memory_greedy(ops)),
+        "replica": compile_schedule(lowered, by_xla[best].order),
     }
-    replica = compile_schedule(lowered, by_xla[best].order)
     search_s = time.perf_counter() - start
+    results, noise = _run(compiled, by_xla["default"], layouts.placed_args(DEFAULT_LAYOUT),
+                          rounds, seed)
+    return ScheduleReport(spec, len(ops.entry.names), results,
+                          {name: c.peak_bytes for name, c in by_xla.items()}, best,
+                          len(candidates), noise, search_s)
 
-    args = layouts.placed_args(DEFAULT_LAYOUT)
-    leaves = lambda executable: [np.asarray(x) for x in jax.tree_util.tree_leaves(executable(*args))]
-    reference = leaves(by_xla["default"].executable)
-    runs = {name: c.executable for name, c in compiled.items()} | {"replica": replica.executable}
-    times = interleaved_call_times({name: _caller(exe, args) for name, exe in runs.items()},
+
+def _run(compiled: dict, default: Any, args: list, rounds: int,
+         seed: int) -> tuple[dict[str, MeasuredOrder], float]:
+    """Each order timed beside the replica of XLA's and checked against XLA's default: the
+    measured orders, and the replicas' relative difference."""
+    import jax
+    import numpy as np
+
+    from hlotune.compiler.output_check import check_outputs
+    from hlotune.tuning.call_timing import interleaved_call_times
+
+    def outputs(executable) -> list:
+        return [np.asarray(x) for x in jax.tree_util.tree_leaves(executable(*args))]
+
+    reference = outputs(default.executable)
+    times = interleaved_call_times({name: _caller(c.executable, args) for name, c in compiled.items()},
                                    rounds=rounds, seed=seed)
     results = {}
     for name in ORDERS:
-        check = check_outputs(leaves(runs[name]), reference)
+        check = check_outputs(outputs(compiled[name].executable), reference)
         results[name] = MeasuredOrder(compiled[name].peak_bytes, float(times[name].min() * 1e3),
                                       float(np.median(times[name]) * 1e3), check.ok,
                                       check.max_rel_error)
-    floor = sorted([times["xla"].min(), times["replica"].min()])
-    return ScheduleReport(spec, len(ops.entry.names), results,
-                          {name: c.peak_bytes for name, c in by_xla.items()}, best,
-                          len(candidates), float(floor[1] / floor[0] - 1.0), search_s)
+    fast, slow = sorted([times["xla"].min(), times["replica"].min()])
+    return results, float(slow / fast - 1.0)
 
 
 def format_report(report: ScheduleReport) -> str:

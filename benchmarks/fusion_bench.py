@@ -16,6 +16,7 @@ where it stopped.
 
     python benchmarks/fusion_bench.py --out docs/img/fusion_bench.jsonl
     python benchmarks/fusion_bench.py --programs zoo:vit@small --random 16
+    python benchmarks/fusion_bench.py --out docs/img/fusion_bench.jsonl --report   # the table
 
 Measure on a quiet machine.
 """
@@ -84,6 +85,25 @@ def _fastest(configs, by_config) -> list:
     return [] if best.best is None else [best.best]
 
 
+def markdown(rows: list[dict]) -> str:
+    """Per program: the confirmed speedups over XLA's fusion, the noise floor, and the share of
+    the oracle's gain the policy keeps where the oracle beats the default beyond the noise."""
+    lines = ["| program | kernels (decisions) | XLA ms | noise | oracle (64 random) | policy (12) "
+             "| random (12) | greedy merge | policy share of oracle |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        beyond = r["oracle"] is not None and r["oracle"] - 1 > r["noise"]
+        share = f"{(r['policy'] - 1) / (r['oracle'] - 1):.2f}" if beyond and r["policy"] else "no gain beyond noise"
+        cells = [_speedup(r[m]) for m in ("oracle", "policy", "random_equal", "greedy")]
+        lines.append(f"| {r['program']} | {r['kernels_with_choices']} ({r['genes_values']}) | "
+                     f"{r['default_ms']:.2f} | {r['noise']:.1%} | " + " | ".join(cells) + f" | {share} |")
+    return "\n".join(lines)
+
+
+def _speedup(value: float | None) -> str:
+    return "failed" if value is None else f"{value:.3f}x"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--programs", nargs="+", default=list(PROGRAMS))
@@ -91,7 +111,11 @@ def main() -> None:
     parser.add_argument("--measured", type=int, default=12, help="the policy's measured proposals")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("fusion_bench.jsonl"))
+    parser.add_argument("--report", action="store_true", help="print --out's rows as a table")
     args = parser.parse_args()
+    if args.report:
+        print(markdown([json.loads(line) for line in args.out.read_text().splitlines()]))
+        return
     policy, _ = GOPolicy.load(PRETRAINED_DIR)
     done = {json.loads(line)["program"] for line in args.out.read_text().splitlines()} if args.out.exists() else set()
     for program in args.programs:

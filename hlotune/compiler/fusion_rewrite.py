@@ -23,16 +23,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from hlotune.compiler.kernels import HloText, backend_config
+from hlotune.compiler.kernels import APPLIES, CALLS, KIND, HloText, backend_config
 from hlotune.errors import HlotuneError
 
 _HEAD = re.compile(r"^\s*(ROOT )?%([\w.\-]+) = (.*?) ([a-z][\w\-]*)\(")
 _REF = re.compile(r"%([\w.\-]+)")
 _PARAMETER = re.compile(r"\bparameter\((\d+)\)")
-_CALLS = re.compile(r"\bcalls=%([\w.\-]+)")
-_KIND = re.compile(r"\bkind=(k\w+)")
 _LAYOUT = re.compile(r"\{[^{}]*\}")
-_CALLED = re.compile(r"\b(?:to_apply|calls|body|condition)=%([\w.\-]+)")
 # Instructions too cheap to be worth a kernel of their own: views, constants, broadcasts.
 _TRIVIAL = frozenset({"parameter", "constant", "broadcast", "bitcast", "reshape", "iota", "tuple",
                       "get-tuple-element", "slice", "copy", "transpose", "convert"})
@@ -77,12 +74,12 @@ class Instruction:
 
     @property
     def kind(self) -> str:
-        found = _KIND.search(self.line)
+        found = KIND.search(self.line)
         return found.group(1) if found else "kLoop"
 
     @property
     def called(self) -> str:
-        return _CALLS.search(self.line).group(1)
+        return CALLS.search(self.line).group(1)
 
     def renamed(self, rename: dict[str, str], *, root: bool = False) -> str:
         """The line with its name and operands renamed (attributes untouched), ROOT as asked."""
@@ -245,7 +242,7 @@ class Module:
         reference = re.compile(rf"%{re.escape(name)}\b(?![.\-])")
         if any(reference.search(line) for other in self.order if other != name for line in self.bodies[other]):
             return
-        called = {m.group(1) for line in self.bodies[name] for m in _CALLED.finditer(line)}
+        called = {m.group(1) for line in self.bodies[name] for m in APPLIES.finditer(line)}
         self.order.remove(name)
         del self.bodies[name], self.headers[name]
         for inner in called:

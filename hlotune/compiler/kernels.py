@@ -21,9 +21,9 @@ from hlotune.errors import HlotuneError
 
 _HEADER = re.compile(r"^(?:ENTRY )?%([\w.\-]+) \(.*\{$")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT )?%([\w.\-]+) = (.*?) ([a-z][\w\-]*)\(")
-_CALLS = re.compile(r"\bcalls=%([\w.\-]+)")
-_KIND = re.compile(r"\bkind=(k\w+)")
-_APPLIES = re.compile(r"\b(?:to_apply|calls|body|condition|branch_computations)=\{?%([\w.\-]+)")
+CALLS = re.compile(r"\bcalls=%([\w.\-]+)")
+KIND = re.compile(r"\bkind=(k\w+)")
+APPLIES = re.compile(r"\b(?:to_apply|calls|body|condition|branch_computations)=\{?%([\w.\-]+)")
 _METADATA = re.compile(r', metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 _OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 _FRAME_ID = re.compile(r"stack_frame_id=(\d+)")
@@ -85,7 +85,7 @@ class HloText:
             calls.group(1)
             for name in self.computations
             for _, match in self.instructions(name)
-            if match.group(3) == "fusion" and (calls := _CALLS.search(match.string))
+            if match.group(3) == "fusion" and (calls := CALLS.search(match.string))
         }
         return set(self._closure(sorted(fused)))
 
@@ -98,7 +98,7 @@ class HloText:
             if name in seen or name not in self.computations:
                 continue
             seen[name] = None
-            called = [m.group(1) for i in self.computations[name] for m in _APPLIES.finditer(self.lines[i])]
+            called = [m.group(1) for i in self.computations[name] for m in APPLIES.finditer(self.lines[i])]
             pending += called[::-1]
         return seen
 
@@ -146,8 +146,8 @@ def kernel_lines(hlo: HloText) -> Iterator[tuple[int, Kernel]]:
 
 def _kernel(hlo: HloText, match: re.Match) -> Kernel:
     line, name, shape = match.string, match.group(1), match.group(2)
-    called = _CALLS.search(line).group(1)
-    kind = (k.group(1) if (k := _KIND.search(line)) else "kLoop")
+    called = CALLS.search(line).group(1)
+    kind = (k.group(1) if (k := KIND.search(line)) else "kLoop")
     body = [hlo.lines[i] for i in hlo.computations.get(called, [])]
     digest = hashlib.sha1(f"{kind} {shape}\n{hlo.canonical(called)}".encode()).hexdigest()[:12]
     op_names = tuple(dict.fromkeys(m.group(1) for l in body for m in _OP_NAME.finditer(l)))

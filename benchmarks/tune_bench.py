@@ -215,7 +215,8 @@ def live_rows(args, finished: set[str]):
             oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
             print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)
             yield [row(program, args.space, name, seed, oracle, result.history, {args.budget: result.speedup})
-                   | {"live": True} | _verified(program, result) for (name, seed), result in runs.items()]
+                   | {"live": True, "seconds": result.seconds} | _verified(program, result)
+                   for (name, seed), result in runs.items()]
 
 
 def _verified(program: str, result) -> dict:

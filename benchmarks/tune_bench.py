@@ -33,6 +33,7 @@ adds the transfer model alone and summed with the GNN's ranking.
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
     python benchmarks/tune_bench.py --live zoo:unet@small --strategies random guided+online --out live.json
+    python benchmarks/tune_bench.py --live zoo:vit@tiny --budget 32 --time 20 --out time.json   # equal wall time
     python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
     python benchmarks/tune_bench.py --report live.json live-2.json        # several runs together
 
@@ -105,6 +106,8 @@ def main() -> None:
     parser.add_argument("--live", nargs="+", metavar="PROGRAM", help="measure these programs for real")
     parser.add_argument("--space", default="flags", help="the space tuned live (replay: each collection's)")
     parser.add_argument("--budget", type=int, default=64, help="configs per live run")
+    parser.add_argument("--time", type=float, metavar="T",
+                        help="live: also stop each run's search after T seconds (equal wall time)")
     parser.add_argument("--strategies", nargs="+", choices=list(LIVE), default=list(LIVE),
                         help="the strategies run live (default: all)")
     parser.add_argument("--out", type=Path, default=Path("docs/img/tune_bench.json"))
@@ -209,8 +212,8 @@ def live_rows(args, finished: set[str]):
     with tempfile.TemporaryDirectory(prefix="hlotune-tune-bench-") as folder:
         for i, program in enumerate(p for p in args.live if p not in finished):
             db = Path(folder) / f"{i}.sqlite"
-            runs = {(name, seed): tune(program, space=args.space, budget=args.budget, db_path=db, seed=seed,
-                                       progress=False, **_fitted_on(LIVE[name], args.root))
+            runs = {(name, seed): tune(program, space=args.space, budget=args.budget, time_s=args.time,
+                                       db_path=db, seed=seed, progress=False, **_fitted_on(LIVE[name], args.root))
                     for name in args.strategies for seed in range(args.seeds)}
             oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
             print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)

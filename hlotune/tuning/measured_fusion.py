@@ -28,18 +28,19 @@ import json
 import random
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.kernel_config import MERGE, SPLIT
-from hlotune.compiler.measure import BatchResult, MeasureSettings, measure
+from hlotune.compiler.measure import MeasureSettings, measure
 from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
 
-METHODS = ("policy", "greedy", "random")
-
+if TYPE_CHECKING:
+    from hlotune.opt.costs import OpGraph
 
 @dataclass(frozen=True)
 class FusionProblem:
@@ -50,7 +51,7 @@ class FusionProblem:
     space: SearchSpace
     choices: dict[str, tuple[str, ...]]
     kernel_of_op: dict[int, str]  # kernel-graph op -> kernel key, for kernels with choices
-    graph: object  # opt.costs.OpGraph
+    graph: OpGraph  # the module's kernel graph, one op per top-level instruction
 
     @classmethod
     def load(cls, program: str) -> FusionProblem:

@@ -104,6 +104,7 @@ class Module:
         self.order = sorted(hlo.headers, key=hlo.headers.get)
         self.headers = {name: hlo.lines[hlo.headers[name]] for name in self.order}
         self.bodies = {name: [hlo.lines[i] for i in hlo.computations[name]] for name in self.order}
+        self._parsed: dict[str, tuple[tuple[str, ...], dict[str, Instruction]]] = {}
         self.names = {i.name for name in self.order for i in self.body(name).values()}
 
     @property
@@ -114,8 +115,15 @@ class Module:
         return "\n".join(parts) + "\n"
 
     def body(self, computation: str) -> dict[str, Instruction]:
-        found = (Instruction.parse(line) for line in self.bodies[computation])
-        return {i.name: i for i in found if i is not None}
+        """The computation's instructions by name, parsed again only when its lines changed
+        (a rewrite reads the same bodies many times between edits)."""
+        lines = tuple(self.bodies[computation])
+        cached = self._parsed.get(computation)
+        if cached is None or cached[0] != lines:
+            found = (Instruction.parse(line) for line in lines)
+            cached = (lines, {i.name: i for i in found if i is not None})
+            self._parsed[computation] = cached
+        return cached[1]
 
     def users(self, computation: str, name: str) -> list[Instruction]:
         return [i for i in self.body(computation).values() if name in i.operands]
@@ -251,7 +259,7 @@ class Module:
     def _replace(self, computation: str, name: str, lines: list[str]) -> None:
         """Put `lines` where the instruction `name` was."""
         body = self.bodies[computation]
-        at = next(n for n, line in enumerate(body) if (i := Instruction.parse(line)) and i.name == name)
+        at = body.index(self.body(computation)[name].line)  # a line names its instruction: unique
         body[at:at + 1] = lines
 
     def _retype(self, computation: str) -> None:

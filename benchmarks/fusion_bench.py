@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import time
 from pathlib import Path
@@ -37,9 +36,8 @@ from hlotune.opt.commands import PRETRAINED_DIR  # noqa: E402
 from hlotune.tuning.measured_fusion import (  # noqa: E402
     FusionProblem,
     best_of,
+    method_configs,
     policy_proposals,
-    random_configs,
-    ranked,
 )
 from hlotune.opt.policy import GOPolicy  # noqa: E402
 
@@ -53,9 +51,9 @@ PROGRAMS = ("zoo:vit@small", "zoo:unet@small", "zoo:mobilenet@small", "zoo:gnn@s
 def bench(program: str, policy, draws: int, measured: int, seed: int) -> dict:
     start = time.perf_counter()
     problem = FusionProblem.load(program)
-    proposals = ranked(problem, policy_proposals(problem, policy, 64, seed))[:measured]
-    draws_list = random_configs(problem.space, draws, random.Random(seed))
-    greedy = problem.greedy()
+    chosen = method_configs(problem, policy_proposals(problem, policy, 64, seed), measured=measured,
+                            draws=draws, seed=seed)
+    draws_list, proposals, (greedy,) = chosen["random"], chosen["policy"], chosen["greedy"]
     explored = measure(program, [*draws_list, *proposals, greedy], MeasureSettings(seed=seed))
     by_config = {m.config: m for m in explored.measurements}
     fastest = sorted((by_config[c] for c in draws_list if by_config[c].ok), key=lambda m: m.median_ns)

@@ -148,15 +148,21 @@ def compare_fusion(problem: FusionProblem, policy, *, measured: int = 4, samples
         raise HlotuneError(f"--per-method must be at least 1, got {measured}")
     start = time.perf_counter()
     proposals = policy_proposals(problem, policy, samples, seed)
-    rng = random.Random(seed)
-    chosen = {"policy": ranked(problem, proposals)[:measured], "greedy": [problem.greedy()],
-              "random": random_configs(problem.space, measured, rng)}
+    chosen = method_configs(problem, proposals, measured=measured, draws=measured, seed=seed)
     search_s = time.perf_counter() - start
     batch = measure(problem.program, [c for configs in chosen.values() for c in configs], settings)
     by_config = {m.config: m for m in batch.measurements}
     results = {method: best_of(configs, by_config) for method, configs in chosen.items()}
     return FusionComparison(problem.program, batch.default_ns / 1e6, batch.noise_floor, results,
                             len(proposals), search_s)
+
+
+def method_configs(problem: FusionProblem, proposals: list[CompileConfig], *, measured: int,
+                   draws: int, seed: int) -> dict[str, list[CompileConfig]]:
+    """What each method measures: the policy's `measured` proposals the roofline ranks first,
+    the greedy merge, and `draws` random configs (a longer draw begins with a shorter one)."""
+    return {"policy": ranked(problem, proposals)[:measured], "greedy": [problem.greedy()],
+            "random": random_configs(problem.space, draws, random.Random(seed))}
 
 
 def random_configs(space: SearchSpace, count: int, rng: random.Random) -> list[CompileConfig]:

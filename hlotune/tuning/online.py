@@ -5,9 +5,9 @@ evidence there is once a few exist. `ChoiceModel` is a ridge regression of log(c
 choices a config makes (each XLA option value, disabled pass and layout, as in the report's
 importance analysis): it refits in microseconds after every batch, so it can follow the search.
 `OnlineCostModel` blends its ranking with a prior's (the pretrained GNN), the prior's weight
-following how well it ranks what this program's measurements show. (Exploration, so that a prior wrong about this program
-cannot keep the search away from what it misjudged, is the strategy's: Evolutionary's
-`explore`.)
+following how well it ranks what this program's measurements show. (Exploration, so that a
+prior wrong about this program cannot keep the search away from what it misjudged, is the
+strategy's: Evolutionary's `explore`.)
 """
 
 from __future__ import annotations

@@ -55,22 +55,19 @@ class FusionProblem:
 
     @classmethod
     def load(cls, program: str) -> FusionProblem:
-        from hlotune.compiler.fusion_space import fusion_choices
+        from hlotune.compiler.fusion_features import FusionSites
         from hlotune.compiler.kernel_space import program_module
-        from hlotune.compiler.kernels import kernels_of
         from hlotune.compiler.layouts import LayoutSpace
-        from hlotune.hlo.sources import from_text
         from hlotune.opt.costs import op_graph
         from hlotune.programs import load_program
 
         module = program_module(LayoutSpace(load_program(program)))
-        choices = fusion_choices(module)
+        sites = FusionSites(module)  # the kernels with choices, as nodes of the module's graph
+        choices, graph = sites.choices, op_graph(sites.graph)
+        key_of_node = dict(zip(sites.node_config_ids.tolist(), sites.keys))
+        kernel_of_op = {op: key_of_node[node] for op, node in enumerate(graph.hlo_node.tolist())
+                        if node in key_of_node}
         space = SearchSpace("fusion", fusion=choices)
-        hlo = from_text(module)
-        graph = op_graph(hlo)
-        keys = {k.name: k.key for k in kernels_of(module) if k.key in choices}
-        names = [hlo.instructions[node].name for node in graph.hlo_node.tolist()]
-        kernel_of_op = {op: keys[name] for op, name in enumerate(names) if name in keys}
         return cls(program, module, space, choices, kernel_of_op, graph)
 
     def decisions(self, fuse: np.ndarray) -> CompileConfig:

@@ -115,12 +115,17 @@ class HloText:
     def module_of(self, computation: str, name: str) -> str:
         """A module whose entry is `computation` (with what it calls): a kernel standing alone,
         to featurize as the TpuGraphs tile collection has each kernel."""
-        parts = [f"HloModule {name}", ""]
+        return "\n".join([f"HloModule {name}", "", *self.definitions(computation, entry=True)])
+
+    def definitions(self, computation: str, *, entry: bool) -> list[str]:
+        """The lines defining `computation` and what it calls, callees first; `entry` marks
+        `computation` as the module's entry."""
+        lines = []
         for called in reversed(list(self._closure([computation]))):
             header = self.lines[self.headers[called]].removeprefix("ENTRY ")
-            parts += [("ENTRY " if called == computation else "") + header,
+            lines += [("ENTRY " if entry and called == computation else "") + header,
                       *(self.lines[i] for i in self.computations[called]), "}", ""]
-        return "\n".join(parts)
+        return lines
 
 
 def without_metadata(line: str) -> str:

@@ -1,0 +1,92 @@
+"""Every timed thunk of a compiled XLA:CPU module, each as a module standing alone.
+
+The profile times fusions (kernels.py) and also the instructions XLA left unfused (a copy, a
+reduce-window, a concatenate): together they are where a program's time goes. A fusion stands
+alone as its fused computation; an unfused instruction as a module whose parameters are its
+operands. Control-flow thunks (while, conditional, call) are not kernels: their own time is the
+loop's bookkeeping, which a program model counts as overhead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from hlotune.compiler.kernels import HloText, Kernel, kernel_lines, without_metadata
+
+CONTROL = frozenset({"while", "conditional", "call"})
+_OPERANDS = re.compile(r"%([\w.\-]+)")
+_TO_APPLY = re.compile(r"\bto_apply=%([\w.\-]+)")
+
+
+@dataclass(frozen=True)
+class Thunk:
+    name: str  # the instruction, as the profile names its event
+    fingerprint: str  # what it computes, in any program
+    opcode: str  # "fusion" for a kernel
+    kind: str  # the fusion kind, or the opcode of an unfused instruction
+    partitions: tuple[int, ...]
+    module: str  # the thunk standing alone, for featurizing
+
+
+def thunks_of(text: str, names: set[str] | None = None) -> dict[str, Thunk]:
+    """name -> Thunk for each fusion and unfused instruction of the module (only `names`,
+    where given: the profiled ones); parameters, constants and tuple plumbing are no thunks."""
+    hlo = HloText.parse(text)
+    thunks = {kernel.name: _fusion(hlo, kernel) for _, kernel in kernel_lines(hlo)
+              if names is None or kernel.name in names}
+    fused = hlo.fused_computations()
+    for host in hlo.computations:
+        if host in fused:
+            continue
+        shapes = {m.group(1): m.group(2) for _, m in hlo.instructions(host)}
+        for _, match in hlo.instructions(host):
+            name, opcode = match.group(1), match.group(3)
+            if name in thunks or (names is not None and name not in names) or opcode in CONTROL | _PLUMBING:
+                continue
+            thunks[name] = _unfused(hlo, match, shapes)
+    return thunks
+
+
+_PLUMBING = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "fusion"})
+
+
+def _fusion(hlo: HloText, kernel: Kernel) -> Thunk:
+    return Thunk(kernel.name, kernel.fingerprint, "fusion", kernel.kind, kernel.partitions,
+                 hlo.module_of(kernel.computation, f"kernel_{kernel.fingerprint}"))
+
+
+def _unfused(hlo: HloText, match: re.Match, shapes: dict[str, str]) -> Thunk:
+    """The instruction over parameters standing for its operands, with the computation it
+    applies (a reduce's region) beside it."""
+    line = without_metadata(match.string).strip().removeprefix("ROOT ")
+    name, shape, opcode = match.group(1), match.group(2), match.group(3)
+    open_at = line.index(f"{opcode}(") + len(opcode) + 1
+    close_at = _closing(line, open_at)
+    operands = _OPERANDS.findall(line[open_at:close_at])
+    params = [f"p{i}" for i in range(len(operands))]
+    body = [f"  %{p} = {shapes.get(o, 'f32[]')} parameter({i})" for i, (p, o) in enumerate(zip(params, operands))]
+    call = ", ".join(f"%{p}" for p in params)
+    body.append(f"  ROOT %{name} = {shape} {opcode}({call}){line[close_at + 1:]}")
+    signature = ", ".join(f"{p}: {shapes.get(o, 'f32[]')}" for p, o in zip(params, operands))
+    applied = [m.group(1) for m in _TO_APPLY.finditer(line)]
+    called = "\n".join(map(without_metadata, hlo.definitions(applied[0], entry=False))) if applied else ""
+    text = f"{called}ENTRY %thunk ({signature}) -> {shape} {{\n" + "\n".join(body) + "\n}\n"
+    digest = hashlib.sha1(f"{opcode} {shape}\n{_canonical(text)}".encode()).hexdigest()[:12]
+    return Thunk(name, digest, opcode, opcode, (), f"HloModule thunk_{digest}\n\n{text}")
+
+
+def _closing(line: str, start: int) -> int:
+    """The index of the parenthesis closing the one opened just before `start`."""
+    depth = 1
+    for index in range(start, len(line)):
+        depth += {"(": 1, ")": -1}.get(line[index], 0)
+        if depth == 0:
+            return index
+    return len(line)
+
+
+def _canonical(text: str) -> str:
+    names: dict[str, str] = {}
+    return re.sub(r"%[\w.\-]+", lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)

@@ -13,7 +13,8 @@ config); its label stays the collection's, measured to the noise floor.
 Arrays, for c configs (npz rows of the collected program, the default first) and k thunks
 (a name and fingerprint: the same name may compute something else under another config):
 `rows` (c,), `names`, `fingerprints`, `kinds` (k,), `ns` (c, k) median ns per program run
-(NaN where the config has no such thunk), `calls` (c, k) events per run, `partitions` (c, k, 6)
+(NaN where the config has no such thunk), `calls` (c, k) events per run, `static_calls` (c, k)
+what the module says of them (compiler/thunks.py: known trip counts), `partitions` (c, k, 6)
 the kernel's outer-dimension partitions (0 past the last), `other_ns` (c,) the control-flow
 thunks' own time.
 """
@@ -30,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.measure import OK, MeasureSettings, Measurement, Measurer
+from hlotune.collect.collector import collected_configs
+from hlotune.compiler.measure import MeasureSettings, Measurement, Measurer
 from hlotune.compiler.thunks import Thunk, thunks_of
 from hlotune.errors import HlotuneError
 
@@ -69,7 +70,7 @@ def label_program(summary: Path, out: Path, settings: LabelSettings = LabelSetti
     if target.exists():
         return None
     record = json.loads(summary.read_text())
-    configs = [DEFAULT_CONFIG] + [CompileConfig.from_dict(c["config"]) for c in record["configs"] if c["status"] == OK]
+    configs = collected_configs(summary)
     started = time.perf_counter()
     measured: list[Measurement | None] = [None] * len(configs)
     replicas: list[float] = []
@@ -112,6 +113,7 @@ def _table(measured: list[Measurement], modules: Path) -> dict[str, np.ndarray]:
     kinds = {(t.name, t.fingerprint): t.kind for _, thunks in per_config for t in thunks.values()}
     ns = np.full((len(measured), len(columns)), np.nan, np.float32)
     calls = np.zeros((len(measured), len(columns)), np.int32)
+    static_calls = np.zeros((len(measured), len(columns)), np.int32)
     partitions = np.zeros((len(measured), len(columns), MAX_DIMS), np.int16)
     other = np.zeros(len(measured), np.float32)
     for row, (measurement, thunks) in enumerate(per_config):
@@ -122,10 +124,12 @@ def _table(measured: list[Measurement], modules: Path) -> dict[str, np.ndarray]:
             column = columns[(name, thunk.fingerprint)]
             ns[row, column] = time_ns
             calls[row, column] = measurement.kernel_calls.get(name, 1)
+            static_calls[row, column] = thunk.calls
             partitions[row, column, :len(thunk.partitions[:MAX_DIMS])] = thunk.partitions[:MAX_DIMS]
     keys = list(columns)
     return {"names": np.array([n for n, _ in keys]), "fingerprints": np.array([f for _, f in keys]),
-            "kinds": np.array([kinds[k] for k in keys]), "ns": ns, "calls": calls, "partitions": partitions,
+            "kinds": np.array([kinds[k] for k in keys]), "ns": ns, "calls": calls, "static_calls": static_calls,
+            "partitions": partitions,
             "other_ns": other}
 
 
@@ -139,12 +143,13 @@ def _keep(modules: Path, thunk: Thunk) -> None:
 
 
 def build(space: str, minutes: float | None = None, settings: LabelSettings = LabelSettings()) -> None:
-    """Label the built-in `space`'s programs in the edition's order (held-out splits first)."""
+    """Label the built-in `space`'s programs: the test split whole first (what the program
+    model is judged on), then the others in the edition's order."""
     from hlotune.data.builtin import EDITION
     from hlotune.programs.program import slug_of
 
     deadline = None if minutes is None else time.monotonic() + 60 * minutes
-    for split, spec in EDITION.order():
+    for split, spec in sorted(EDITION.order(), key=lambda program: program[0] != "test"):
         summary = EDITION.root / space / split / f"{slug_of(spec)}.json"
         if not summary.exists():
             continue

@@ -146,10 +146,11 @@ def kernel_lines(hlo: HloText) -> Iterator[tuple[int, Kernel]]:
             continue
         for index, match in hlo.instructions(host):
             if match.group(3) == "fusion":
-                yield index, _kernel(hlo, match)
+                yield index, kernel_at(hlo, match)
 
 
-def _kernel(hlo: HloText, match: re.Match) -> Kernel:
+def kernel_at(hlo: HloText, match: re.Match) -> Kernel:
+    """The kernel of a fusion instruction (a match of its line)."""
     line, name, shape = match.string, match.group(1), match.group(2)
     called = CALLS.search(line).group(1)
     kind = (k.group(1) if (k := KIND.search(line)) else "kLoop")

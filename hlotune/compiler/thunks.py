@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from hlotune.compiler.kernels import HloText, Kernel, kernel_lines, without_metadata
+from hlotune.compiler.kernels import APPLIES, HloText, Kernel, backend_config, kernel_at, without_metadata
 
 CONTROL = frozenset({"while", "conditional", "call"})
 _OPERANDS = re.compile(r"%([\w.\-]+)")
@@ -28,28 +28,49 @@ class Thunk:
     kind: str  # the fusion kind, or the opcode of an unfused instruction
     partitions: tuple[int, ...]
     module: str  # the thunk standing alone, for featurizing
+    calls: int = 1  # per program run, as far as the module says: known trip counts of its loops
 
 
 def thunks_of(text: str, names: set[str] | None = None) -> dict[str, Thunk]:
     """name -> Thunk for each fusion and unfused instruction of the module (only `names`,
     where given: the profiled ones); parameters, constants and tuple plumbing are no thunks."""
     hlo = HloText.parse(text)
-    thunks = {kernel.name: _fusion(hlo, kernel) for _, kernel in kernel_lines(hlo)
-              if names is None or kernel.name in names}
+    trips = trip_counts(hlo)
     fused = hlo.fused_computations()
+    thunks = {}
     for host in hlo.computations:
         if host in fused:
             continue
         shapes = {m.group(1): m.group(2) for _, m in hlo.instructions(host)}
         for _, match in hlo.instructions(host):
             name, opcode = match.group(1), match.group(3)
-            if name in thunks or (names is not None and name not in names) or opcode in CONTROL | _PLUMBING:
+            if (names is not None and name not in names) or opcode in CONTROL | _PLUMBING:
                 continue
-            thunks[name] = _unfused(hlo, match, shapes)
+            thunk = _fusion(hlo, kernel_at(hlo, match)) if opcode == "fusion" else _unfused(hlo, match, shapes)
+            thunks[name] = replace(thunk, calls=trips.get(host, 1))
     return thunks
 
 
-_PLUMBING = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast", "fusion"})
+def trip_counts(hlo: HloText) -> dict[str, int]:
+    """Runs per program run of each computation inside loops whose trip count XLA knows (a
+    loop it does not know counts once): the product over the loops around it."""
+    parents: dict[str, tuple[str, int]] = {}
+    for host in hlo.computations:
+        for _, match in hlo.instructions(host):
+            if match.group(3) in CONTROL:
+                trips = int(backend_config(match.string).get("known_trip_count", {}).get("n", 1))
+                for called in APPLIES.findall(match.string):
+                    parents[called] = (host, trips if match.group(3) == "while" else 1)
+
+    def runs(computation: str, depth: int = 0) -> int:
+        if computation not in parents or depth > len(parents):
+            return 1
+        parent, trips = parents[computation]
+        return trips * runs(parent, depth + 1)
+    return {computation: runs(computation) for computation in parents}
+
+
+_PLUMBING = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast"})
 
 
 def _fusion(hlo: HloText, kernel: Kernel) -> Thunk:

@@ -7,7 +7,9 @@ fuzzing), so hlotune never runs it in the caller's process. The child imports on
 
 from __future__ import annotations
 
+import json
 import signal
+import struct
 import subprocess
 import sys
 
@@ -35,17 +37,56 @@ def text_to_proto(text: str) -> bytes:
     raise HlotuneError(f"not valid HLO text: {reason[-1] if reason else 'parser failed'}")
 
 
-def _main() -> int:
+def texts_to_protos(texts: list[str]) -> list[bytes | HlotuneError]:
+    """Many texts parsed in one child (one start-up, not one per text: thousands of kernels);
+    where the child dies on one, each text is parsed alone, so only the bad ones fail."""
+    if len(texts) < 2:
+        return [_or_error(text) for text in texts]
+    try:
+        child = subprocess.run([sys.executable, "-m", __name__, "--many"], input=json.dumps(texts).encode(),
+                               capture_output=True, timeout=_TIMEOUT_S * len(texts))
+    except subprocess.TimeoutExpired:
+        child = None
+    if child is None or child.returncode != 0:
+        return [_or_error(text) for text in texts]
+    results: list[bytes | HlotuneError] = []
+    data, at = child.stdout, 0
+    for _ in texts:
+        ok, size = struct.unpack_from("<?I", data, at)
+        payload, at = data[at + 5:at + 5 + size], at + 5 + size
+        results.append(payload if ok else HlotuneError(f"not valid HLO text: {payload.decode()}"))
+    return results
+
+
+def _or_error(text: str) -> bytes | HlotuneError:
+    try:
+        return text_to_proto(text)
+    except HlotuneError as error:
+        return error
+
+
+def _parse(text: str) -> tuple[bool, bytes]:
     from jaxlib import _hlo
 
-    text = sys.stdin.buffer.read().decode("utf-8")
     try:
-        module = _hlo.hlo_module_from_text(text)
+        return True, _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
     except Exception as error:  # XLA's status errors: report the first line
         lines = str(error).strip().splitlines()
-        print(lines[0] if lines else type(error).__name__, file=sys.stderr)
+        return False, (lines[0] if lines else type(error).__name__).encode()
+
+
+def _main() -> int:
+    data = sys.stdin.buffer.read().decode("utf-8")
+    if sys.argv[1:] == ["--many"]:
+        for text in json.loads(data):
+            ok, payload = _parse(text)
+            sys.stdout.buffer.write(struct.pack("<?I", ok, len(payload)) + payload)
+        return 0
+    ok, payload = _parse(data)
+    if not ok:
+        print(payload.decode(), file=sys.stderr)
         return 1
-    sys.stdout.buffer.write(module.as_serialized_hlo_module_proto())
+    sys.stdout.buffer.write(payload)
     return 0
 
 

@@ -27,13 +27,15 @@ Strategies: random; guided, ranked by the pretrained GNN (what `hlotune tune` ra
 guided+online, which also learns the program while it measures (tuning/online.py, the
 default); transfer+online, the transfer model of tuning/transfer.py (fitted on --root's
 training families' collections) as the prior; optuna and optuna-gp, Optuna's TPE and
-Gaussian-process samplers (live only: they ask for configs outside a recorded pool). Replay
-adds the transfer model alone and summed with the GNN's ranking.
+Gaussian-process samplers (live only: they ask for configs outside a recorded pool);
+kernels+online, the default search screening compiled candidates with the kernel program model
+(tuning/kernel_screen.py; live only, as it compiles). Replay adds the transfer model alone and
+summed with the GNN's ranking.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json
     python benchmarks/tune_bench.py --live zoo:unet@small --strategies random guided+online --out live.json
-    python benchmarks/tune_bench.py --live zoo:vit@tiny --budget 32 --time 20 --out time.json   # equal wall time
+    python benchmarks/tune_bench.py --live zoo:vit@tiny --budget 32 --time 20 --own-db --out time.json   # equal wall time
     python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
     python benchmarks/tune_bench.py --report live.json live-2.json        # several runs together
 
@@ -94,6 +96,8 @@ LIVE = {  # name -> tune() options ("transfer" is fitted on --root's flags train
     "transfer+online": dict(strategy="evolutionary", online=True, model="transfer"),
     "optuna": dict(strategy="optuna"),  # the peers a user would try first: TPE and GP
     "optuna-gp": dict(strategy="optuna-gp"),
+    # the default search screening compiled candidates with the kernel program model
+    "kernels+online": dict(strategy="evolutionary", online=True, model="pretrained:kernels"),
 }
 
 
@@ -110,6 +114,8 @@ def main() -> None:
                         help="live: also stop each run's search after T seconds (equal wall time)")
     parser.add_argument("--strategies", nargs="+", choices=list(LIVE), default=list(LIVE),
                         help="the strategies run live (default: all)")
+    parser.add_argument("--own-db", action="store_true",
+                        help="live: a database per run, none reading another's measurements or compiles")
     parser.add_argument("--out", type=Path, default=Path("docs/img/tune_bench.json"))
     parser.add_argument("--plot", type=Path, default=Path("docs/img/tune_bench.png"))
     parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
@@ -209,16 +215,20 @@ def _finished(out: Path) -> list[dict]:
 
 
 def live_rows(args, finished: set[str]):
+    """Each program's runs; with --own-db each run has a database of its own, so no run reads
+    another's measurements or compiles (what equal wall time needs), else they share one."""
     with tempfile.TemporaryDirectory(prefix="hlotune-tune-bench-") as folder:
         for i, program in enumerate(p for p in args.live if p not in finished):
-            db = Path(folder) / f"{i}.sqlite"
+            dbs = {(name, seed): Path(folder) / (f"{i}-{name}-{seed}.sqlite" if args.own_db else f"{i}.sqlite")
+                   for name in args.strategies for seed in range(args.seeds)}
             runs = {(name, seed): tune(program, space=args.space, budget=args.budget, time_s=args.time,
                                        db_path=db, seed=seed, progress=False, **_fitted_on(LIVE[name], args.root))
-                    for name in args.strategies for seed in range(args.seeds)}
-            oracle = _confirmed_oracle(program, args.space, db, next(iter(runs.values())).fingerprint)
+                    for (name, seed), db in dbs.items()}
+            oracle = _confirmed_oracle(program, args.space, sorted(set(dbs.values())), next(iter(runs.values())).fingerprint)
             print(f"{program}: oracle {oracle:.3f}x", file=sys.stderr, flush=True)
             yield [row(program, args.space, name, seed, oracle, result.history, {args.budget: result.speedup})
-                   | {"live": True, "seconds": result.seconds} | _verified(program, result)
+                   | {"live": True, "seconds": result.seconds, "screened": result.screened,
+                      "screen_s": result.screen_s, "measurements": result.measurements} | _verified(program, result)
                    for (name, seed), result in runs.items()]
 
 
@@ -242,11 +252,14 @@ def _transfer_spec(root: Path) -> str:
     return f"transfer@{root / 'flags' / 'train'}"
 
 
-def _confirmed_oracle(program: str, space: str, db: Path, fingerprint: str) -> float:
+def _confirmed_oracle(program: str, space: str, dbs: list[Path], fingerprint: str) -> float:
     """The best config any run measured, re-measured beside the default (in a fresh database,
     so the earlier measurement is not read back); 1 when nothing beat the default."""
-    with TuningDatabase(db) as database:
-        best = min((r for r in database.records(fingerprint) if r.ok), key=lambda r: r.cost)
+    records = []
+    for db in dbs:
+        with TuningDatabase(db) as database:
+            records += [r for r in database.records(fingerprint) if r.ok]
+    best = min(records, key=lambda r: r.cost)
     if best.config.is_default:
         return 1.0
     with tempfile.TemporaryDirectory() as folder:
@@ -325,7 +338,25 @@ def curse(rows: list[dict]) -> str:
         lines.append(f"| {strategy} | {len(runs)} | {found:.3f}x | {reported:.3f}x | {again:.3f}x | "
                      f"{found / again:.3f} | {reported / again:.3f} |")
     failed = len(kept) - len(verified)
-    return "\n".join(lines) + (f"\n\n{failed} kept config(s) failed when verified" if failed else "")
+    return "\n".join(lines) + (f"\n\n{failed} kept config(s) failed when verified" if failed else "") + costs(rows)
+
+
+def costs(rows: list[dict]) -> str:
+    """Live runs, per strategy: medians of configs measured, candidates compiled by a kernel
+    screen, its compile seconds and the run's seconds (rows from before screening have none)."""
+    live = [r for r in rows if "seconds" in r]
+    if not live:
+        return ""
+    lines = ["\n| strategy | measured (median) | compiled to screen (median) | compile s (median) | "
+             "run s (median) | geomean verified (all runs; kept default = 1) |", "|---|---|---|---|---|---|"]
+    for strategy in dict.fromkeys(r["strategy"] for r in live):
+        runs = [r for r in live if r["strategy"] == strategy]
+        verified = gmean([r["verified"] or 1.0 for r in runs])
+        lines.append(f"| {strategy} | {np.median([r.get('measurements', r['evaluated']) for r in runs]):.0f} | "
+                     f"{np.median([r.get('screened', 0) for r in runs]):.0f} | "
+                     f"{np.median([r.get('screen_s', 0.0) for r in runs]):.1f} | "
+                     f"{np.median([r['seconds'] for r in runs]):.1f} | {verified:.3f}x |")
+    return "\n" + "\n".join(lines)
 
 
 def plot(rows: list[dict], path: Path) -> None:

@@ -220,6 +220,20 @@ class Measurer:
         defaults = [results[id] for id in ids if id.startswith("d")]
         return BatchResult([results[f"c{i}"] for i in range(len(configs))], defaults, loop)
 
+    def compiled_modules(self, configs: Sequence[CompileConfig]) -> list[str | None]:
+        """The module XLA compiles for each config, nothing run (what a kernel model screens);
+        None where XLA rejects the config or dies on it."""
+        session = self._fresh_session()
+        texts: list[str | None] = []
+        for config in configs:
+            try:
+                reply = session.module(config)
+            except _WorkerDied:
+                session.restart()
+                reply = {"ok": False}
+            texts.append(reply["text"] if reply["ok"] else None)
+        return texts
+
     def _fresh_session(self) -> _Session:
         """The worker, started on first use, with no configs compiled."""
         if self._session is None:
@@ -358,6 +372,9 @@ class _Session:
 
     def hlo(self, id: str) -> dict:
         return self._request({"op": "hlo", "id": id}, self.settings.compile_timeout_s)
+
+    def module(self, config: CompileConfig) -> dict:
+        return self._request({"op": "module", "config": config.to_dict()}, self.settings.compile_timeout_s)
 
     def drop(self, id: str) -> None:
         self._compiled.pop(id, None)

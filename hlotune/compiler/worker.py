@@ -66,6 +66,17 @@ class Worker:
         return {"ok": True, "compile_s": compile_s, "max_rel_error": check.max_rel_error,
                 "outputs_match": check.ok, "mismatch": check.reason, "call_ns": call_ns}
 
+    def module(self, config: dict) -> dict:
+        """Compile only: the module XLA makes of `config`, for a model to screen (nothing runs)."""
+        from hlotune.compiler.config import CompileConfig
+        from hlotune.compiler.hook import compile_config
+
+        parsed = CompileConfig.from_dict(config)
+        self._space.check(parsed.layout)
+        start = time.perf_counter()
+        executable = compile_config(self._space.build(parsed.layout).lower(*self._space.leaves), parsed)
+        return {"ok": True, "text": executable.as_text(), "compile_s": time.perf_counter() - start}
+
     def run(self, ids: list[str], repeats: int, loop: int = 1) -> dict:
         """Take `repeats` samples of each config in order, streaming each config's samples; a
         sample times `loop` calls back to back and is their mean (a run too short to time

@@ -19,7 +19,9 @@ from torch import Tensor
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 
-PRETRAINED = ("flags", "layout", "tile")  # the collections a model ships for, in models/pretrained/
+# The models shipped in models/pretrained/: one per collection, and `kernels`, the kernel
+# program model (models/kernel_program.py) that ranks flags configs from their compiled kernels.
+PRETRAINED = ("flags", "layout", "tile", "kernels")
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 FORMAT = "hlotune-graph-cost-model"

@@ -63,7 +63,8 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--model", metavar="M", default="pretrained",
                       help="the cost model ranking the evolutionary strategy's candidates, so "
                       "only the most promising are measured: pretrained (the shipped models, "
-                      "default), a model folder, baseline:NAME, transfer[@DIR] (flags: what the "
+                      "default), a model folder, baseline:NAME, pretrained:kernels (compile each "
+                      "candidate and score the kernels XLA made: docs/cost_model.md), transfer[@DIR] (flags: what the "
                       "options did to the built-in training programs, or to those collected in "
                       "DIR), or none; in the tile space it ranks each kernel's partitions "
                       "(pretrained: pretrained:tile; none: every candidate is measured); in the "
@@ -145,6 +146,9 @@ def run_tune(args: argparse.Namespace) -> int:
               f"re-measured over {rounds} (both flattered by the choice)")
     print(f"  evaluated     {result.measurements} measured + {result.resumed} from the database "
           f"({result.failed} failed) in {result.seconds:.1f} s")
+    if result.screened:
+        print(f"  screened      {result.screened} candidates compiled and scored by their kernels "
+              f"({result.screen_s:.1f} s compiling)")
     print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
     if not result.kept_default:
         export = "xla_flags" if not result.best_config.layout.layouts else "json"

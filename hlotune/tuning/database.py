@@ -11,11 +11,14 @@ read-only file) is a one-line error; every batch committed before it stays.
 A runtime means something only for one program, on one machine, under one compiler, so every
 record is keyed by the program's fingerprint (fingerprint.py), the config's canonical key, the
 hardware fingerprint and the jax/jaxlib versions; queries only ever return records of this
-machine and compiler. Two tables:
+machine and compiler. The tables:
 
 - `measurements`: one row per (program, config, machine, compiler): status, reason, median,
   samples, and the default's median and noise floor of its batch (a runtime is compared with
   the default measured beside it: batches minutes apart drift);
+- `compiles` and `thunk_modules`: what the kernel screen (kernel_screen.py) learnt of a config
+  by compiling it, its thunks, and each thunk's module text once, so a resumed tune compiles
+  nothing twice;
 - `decisions`: what each finished tune chose after re-measuring its finalists against the
   default (final_check.py), with the speedup measured after choosing, the one the rounds that
   chose it saw, and the search's; `best()` and the exports read the latest one.
@@ -30,6 +33,7 @@ import socket
 import sqlite3
 import time
 import uuid
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -42,7 +46,8 @@ from hlotune.compiler.measure import OK, BatchResult, Measurement
 from hlotune.errors import HlotuneError
 
 EXPORT_FORMATS = ("json", "compiler_options", "xla_flags")
-_SCHEMA_VERSION = 4  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check
+_SCHEMA_VERSION = 5  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check;
+# 5: compiles and thunk_modules (the kernel screen's cache)
 _BUSY_TIMEOUT_S = 60.0
 CONFIRM_PREFIX = "confirm:"  # claims on re-measuring a candidate beside the default
 _CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only after this
@@ -89,6 +94,19 @@ CREATE TABLE IF NOT EXISTS decisions (
     rounds INTEGER
 );
 CREATE INDEX IF NOT EXISTS decisions_by_program ON decisions (program, machine, jax, jaxlib);
+CREATE TABLE IF NOT EXISTS compiles (
+    program TEXT NOT NULL,
+    config TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    jax TEXT NOT NULL,
+    jaxlib TEXT NOT NULL,
+    thunks TEXT,
+    UNIQUE (program, config, machine, jax, jaxlib)
+);
+CREATE TABLE IF NOT EXISTS thunk_modules (
+    fingerprint TEXT PRIMARY KEY,
+    module BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS claims (
     program TEXT NOT NULL,
     config TEXT NOT NULL,
@@ -248,7 +266,7 @@ class TuningDatabase(Database):
     def _migrate(self) -> None:
         with self._writing():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, 2, 3, _SCHEMA_VERSION):
+            if version not in (0, 1, 2, 3, 4, _SCHEMA_VERSION):
                 raise HlotuneError(
                     f"{self.path}: tuning database version {version}, this hlotune reads {_SCHEMA_VERSION}"
                 )
@@ -309,6 +327,29 @@ class TuningDatabase(Database):
                              _kernel_costs(measurement, batch.defaults[0]))
                 self._db.execute("DELETE FROM claims WHERE program = ? AND config = ? AND machine = ? "
                                  "AND jax = ? AND jaxlib = ?", (fingerprint, measurement.config.key, *self._scope))
+
+    def record_compiled(self, fingerprint: str, config_key: str, thunks: list | None, modules: dict[str, str]) -> None:
+        """A config as compiled: its thunks (JSON-able; None: it failed to compile) and the
+        module text of each thunk not stored yet."""
+        with self._writing():
+            self._db.execute("INSERT OR IGNORE INTO compiles VALUES (?, ?, ?, ?, ?, ?)",
+                             (fingerprint, config_key, *self._scope, None if thunks is None else json.dumps(thunks)))
+            self._db.executemany("INSERT OR IGNORE INTO thunk_modules VALUES (?, ?)",
+                                 [(f, zlib.compress(text.encode())) for f, text in modules.items()])
+
+    def compiled(self, fingerprint: str, config_key: str) -> tuple[bool, list | None]:
+        """(known, thunks) of a config compiled before on this machine and compiler."""
+        row = self._db.execute("SELECT thunks FROM compiles WHERE program = ? AND config = ? AND machine = ? "
+                               "AND jax = ? AND jaxlib = ?", (fingerprint, config_key, *self._scope)).fetchone()
+        return (False, None) if row is None else (True, None if row[0] is None else json.loads(row[0]))
+
+    def thunk_modules(self, fingerprints: list[str]) -> dict[str, str]:
+        found = {}
+        for fingerprint in fingerprints:
+            row = self._db.execute("SELECT module FROM thunk_modules WHERE fingerprint = ?", (fingerprint,)).fetchone()
+            if row is not None:
+                found[fingerprint] = zlib.decompress(row[0]).decode()
+        return found
 
     def claim(self, fingerprint: str, config_keys: list[str], ttl_s: float = _CLAIM_TTL_S) -> list[str]:
         """Claim the keys no live tuner holds; the keys this tuner holds now, in order."""

@@ -51,12 +51,14 @@ from hlotune.compiler.measure import BatchResult, MeasureSettings
 from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
+from hlotune.models.kernel_program import load_kernel_program_model
 from hlotune.programs import Program, load_program
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
 from hlotune.tuning.final_check import FINALISTS, final_check
 from hlotune.tuning.fingerprint import program_fingerprint
+from hlotune.tuning.kernel_screen import KernelScreen
 from hlotune.tuning.kernelwise import Kernelwise, rank_candidates
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.online import OnlineCostModel
@@ -102,6 +104,8 @@ class TuneResult:
     found_speedup: float | None = None  # the candidate's speedup in the search
     confirmed_speedup: float | None = None  # its estimate over the rounds that chose it
     confirm_rounds: int = 0  # re-measuring rounds of the final check
+    screened: int = 0  # candidates a kernel screen compiled (kernel_screen.py), none run
+    screen_s: float = 0.0  # the seconds it spent compiling them
     _program: Program | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -168,7 +172,7 @@ def tune(
         prior = cost_model = None
         search = _kernelwise(options, search_space, module)
     else:
-        prior = _prior(options, layouts, module)
+        prior = _prior(options, layouts, module, Screening(program, db_path, fingerprint, _settings(options)))
         cost_model = OnlineCostModel(prior) if options.learns_online else prior
         search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
     extra = [UpdateCostModel(1)] if options.learns_online else []
@@ -182,16 +186,35 @@ def tune(
                       callbacks=[*extra, *callbacks], settings=_settings(options),
                       fingerprint=fingerprint)
         deadline = None if options.time_s is None else started + options.time_s
-        decision = tuner.run(options.budget, deadline, options.batch)
-    return tuner.result(decision, seconds=time.monotonic() - started)
+        try:
+            decision = tuner.run(options.budget, deadline, options.batch)
+        finally:
+            if isinstance(prior, KernelScreen):
+                prior.close()
+    screened = (prior.compiled, prior.compile_s) if isinstance(prior, KernelScreen) else (0, 0.0)
+    return replace(tuner.result(decision, seconds=time.monotonic() - started), screened=screened[0],
+                   screen_s=screened[1])
+
+
+@dataclass(frozen=True)
+class Screening:
+    """What a compile-and-predict screen needs of the tune: the program, where compiles are
+    cached, the program's fingerprint there, and how to compile."""
+
+    program: str
+    db_path: Path
+    fingerprint: str
+    settings: MeasureSettings
 
 
 TILE_PROFILE_RUNS = 10  # profiled calls per config and round in the tile space
 
 
-def _prior(options: TuneOptions, layouts: LayoutSpace | None, module: str | None) -> CostModel | None:
+def _prior(options: TuneOptions, layouts: LayoutSpace | None, module: str | None,
+           screening: Screening) -> CostModel | None:
     """The model `options` rank with: scorers (pretrained, a folder, a baseline), the transfer
-    model, or in the fusion space the module roofline."""
+    model, a kernel program model screening compiled candidates, or in the fusion space the
+    module roofline."""
     model = options.ranking_model
     if model is None:
         return None
@@ -199,6 +222,9 @@ def _prior(options: TuneOptions, layouts: LayoutSpace | None, module: str | None
         return ModuleRoofline(module)
     if _is_transfer(model):
         return load_transfer(model, options.space)
+    if isinstance(model, str) and (kernel_model := load_kernel_program_model(model)) is not None:
+        return KernelScreen(screening.program, kernel_model, screening.db_path, screening.fingerprint,
+                            screening.settings)
     return ScorerCostModel(load_scorers(model, options.space), layouts, options.seed)
 
 

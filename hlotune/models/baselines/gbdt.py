@@ -66,7 +66,7 @@ class GbdtBaseline:
         """Train on the labelled graphs of `train`, which must all be of one collection."""
         if objective not in OBJECTIVES:
             raise HlotuneError(f"unknown GBDT objective {objective!r}: use {' or '.join(OBJECTIVES)}")
-        lightgbm = _lightgbm()
+        lightgbm = load_lightgbm()
         collection = _collection(train)
         flag_names: tuple[str, ...] = ()
         if collection == "flags":  # the columns of the first file; the others are read by name
@@ -89,7 +89,7 @@ class GbdtBaseline:
         ranking = objective == "lambdarank"
         data = lightgbm.Dataset(
             np.concatenate(rows),
-            np.concatenate([_relevance(t) for t in targets] if ranking else targets),
+            np.concatenate([relevance_grades(t) for t in targets] if ranking else targets),
             group=[len(t) for t in targets] if ranking else None,
             feature_name=_lightgbm_names(feature_names(collection, flag_names)),
             params={"verbosity": -1},
@@ -149,8 +149,8 @@ class GbdtBaseline:
         ):
             raise HlotuneError(f"{folder}: a GBDT model of another hlotune version; train it again")
         try:
-            booster = _lightgbm().Booster(model_str=(folder / MODEL_FILE).read_text())
-        except (OSError, UnicodeDecodeError, _lightgbm().basic.LightGBMError):
+            booster = load_lightgbm().Booster(model_str=(folder / MODEL_FILE).read_text())
+        except (OSError, UnicodeDecodeError, load_lightgbm().basic.LightGBMError):
             raise HlotuneError(f"{folder / MODEL_FILE}: missing or not a LightGBM model") from None
         return cls(booster, collection, flag_names, document.get("objective", "regression"))
 
@@ -165,7 +165,7 @@ def cache_folder(train: Dataset, objective: str = "regression") -> Path:
     return cache / "hlotune" / "gbdt" / f"{_collection(train)}-{key.hexdigest()[:16]}"
 
 
-def _relevance(log_runtimes: np.ndarray) -> np.ndarray:
+def relevance_grades(log_runtimes: np.ndarray) -> np.ndarray:
     """Integer grades for LambdaRank from one graph's runtimes: the fastest config gets the
     top grade, the slowest 0, evenly by rank in between."""
     ranks = np.argsort(np.argsort(log_runtimes, kind="stable"), kind="stable")
@@ -184,5 +184,5 @@ def _lightgbm_names(names: list[str]) -> list[str]:
     return [name.translate(str.maketrans('",:[]{}', "_______")) for name in names]
 
 
-def _lightgbm():
+def load_lightgbm():
     return require("lightgbm", "gbdt", "the GBDT baseline")

@@ -1,0 +1,106 @@
+"""Trains a kernel program model (models/kernel_program.py; `pretrained:kernels` is one): the
+kernel model on the kernel labels of the built-in train split, validated on the valid split's,
+then the overhead per thunk call fitted on the train programs' measured runtimes.
+
+    python -m hlotune.train.kernels OUT [--epochs N] [--spaces flags,layout]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from hlotune.compiler.config import CompileConfig
+from hlotune.data.kernel_labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
+from hlotune.errors import HlotuneError
+from hlotune.models.config import ModelConfig
+from hlotune.train.trainer import TrainSettings
+
+SETTINGS = TrainSettings(epochs=12, loss="mse", configs_per_batch=16, graphs_per_step=8, patience=4)
+
+
+@dataclass(frozen=True)
+class LabelledProgram:
+    labels: ProgramKernels
+    configs: list[CompileConfig]  # the collected program's, in its npz's row order
+    measured_ns: np.ndarray  # the collection's runtime of each labels row
+
+
+def labelled_programs(split: str, spaces: tuple[str, ...] = ("flags",)) -> list[LabelledProgram]:
+    """Every built-in program of `split` with kernel labels, in `spaces`."""
+    from hlotune.collect.collector import collected_configs
+    from hlotune.data.builtin import EDITION
+    from hlotune.data.npz import read_sample
+
+    programs = []
+    for space in spaces:
+        for path in sorted((EDITION.root / LABELS / space / split).glob("*.npz")):
+            collected = EDITION.root / space / split / path.name
+            labels = ProgramKernels.load(path)
+            runtimes = read_sample(collected).configs.config_runtime.astype(np.float64)
+            programs.append(LabelledProgram(labels, collected_configs(collected.with_suffix(".json")),
+                                            runtimes[labels.rows]))
+    return programs
+
+
+def write_samples(programs: list[LabelledProgram], graphs: KernelGraphs, folder: Path) -> int:
+    from hlotune.data.npz import write_sample
+
+    folder.mkdir(parents=True, exist_ok=True)
+    samples = kernel_samples([(p.labels, p.configs) for p in programs], graphs)
+    for sample in samples:
+        write_sample(folder / f"{sample.name}.npz", sample)
+    return len(samples)
+
+
+def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: ModelConfig = ModelConfig(),
+                  spaces: tuple[str, ...] = ("flags",), progress: bool = True):
+    """Train into `out` (its `samples/` hold the kernel samples, kept for inspection)."""
+    from hlotune.models.gnn import GraphCostModel
+    from hlotune.models.kernel_program import KernelProgramModel, fit_overhead
+    from hlotune.train.trainer import train
+
+    graphs = KernelGraphs()
+    train_programs = labelled_programs("train", spaces)
+    if not train_programs:
+        raise HlotuneError(f"no kernel labels in the built-in train split of {', '.join(spaces)}: "
+                           "run python -m hlotune.collect.kernel_labels first")
+    counts = {split: write_samples(programs, graphs, out / "samples" / split)
+              for split, programs in (("train", train_programs), ("valid", labelled_programs("valid", spaces)))}
+    print(f"kernel samples: {counts['train']} train, {counts['valid']} valid", flush=True)
+    run = out / "run"
+    shutil.rmtree(run, ignore_errors=True)
+    result = train(out / "samples" / "train", out / "samples" / "valid" if counts["valid"] else None, run, settings,
+                   model_config=model_config, progress=progress)
+    model = KernelProgramModel(GraphCostModel.load(result.model_dir), graphs=graphs)
+    sums = [model.kernels_ns(model.from_labels(p.labels, p.configs)) for p in train_programs]
+    model.overhead = fit_overhead(sums, [p.labels.static_calls.sum(axis=1) for p in train_programs],
+                                  [p.measured_ns for p in train_programs])
+    model.save(out / "model")
+    return model
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--epochs", type=int, default=SETTINGS.epochs)
+    parser.add_argument("--spaces", default="flags", help="comma-separated: flags, layout")
+    args = parser.parse_args(argv)
+    try:
+        from dataclasses import replace
+
+        model = train_kernels(args.out, replace(SETTINGS, epochs=args.epochs), spaces=tuple(args.spaces.split(",")))
+    except HlotuneError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"model in {args.out / 'model'}; overhead {model.overhead.per_call_ns:.0f} ns per thunk call")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

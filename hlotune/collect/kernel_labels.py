@@ -3,6 +3,7 @@ so that every config carries its compiled thunks (kernels and unfused instructio
 times, beside the program runtime the collection measured.
 
     python -m hlotune.collect.kernel_labels flags -t 60    # an hour at most; run again to go on
+    python -m hlotune.collect.kernel_labels layout --splits train test    # these splits, in order
 
 One file per program (`kernels/SPACE/SPLIT/PROGRAM.npz`, a card beside it), written when the
 program is done: a stopped run loses the program in flight and nothing else. Each thunk's
@@ -38,6 +39,7 @@ from hlotune.errors import HlotuneError
 
 MAX_DIMS = 6
 MODULES = ".kernels"
+SPLITS = ("test", "train", "valid")
 
 
 @dataclass(frozen=True)
@@ -142,14 +144,17 @@ def _keep(modules: Path, thunk: Thunk) -> None:
         partial.replace(path)
 
 
-def build(space: str, minutes: float | None = None, settings: LabelSettings = LabelSettings()) -> None:
-    """Label the built-in `space`'s programs: the test split whole first (what the program
-    model is judged on), then the others in the edition's order."""
+def build(space: str, minutes: float | None = None, splits: tuple[str, ...] = SPLITS,
+          settings: LabelSettings = LabelSettings()) -> None:
+    """Label the built-in `space`'s programs of `splits`, split by split in that order (by
+    default the test split first: what the program model is judged on), each in the edition's
+    order (one variant of every family before a second of any)."""
     from hlotune.data.builtin import EDITION
     from hlotune.programs.program import slug_of
 
     deadline = None if minutes is None else time.monotonic() + 60 * minutes
-    for split, spec in sorted(EDITION.order(), key=lambda program: program[0] != "test"):
+    programs = [program for program in EDITION.order() if program[0] in splits]
+    for split, spec in sorted(programs, key=lambda program: splits.index(program[0])):
         summary = EDITION.root / space / split / f"{slug_of(spec)}.json"
         if not summary.exists():
             continue
@@ -166,9 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("space", choices=("flags", "layout"))
     parser.add_argument("-t", "--minutes", type=float, help="start no program after this many minutes")
+    parser.add_argument("--splits", nargs="+", choices=SPLITS, default=SPLITS,
+                        help="the splits to label, in this order (default: test train valid)")
     args = parser.parse_args(argv)
     try:
-        build(args.space, args.minutes)
+        build(args.space, args.minutes, tuple(args.splits))
     except HlotuneError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -1,6 +1,8 @@
 """Trains a kernel program model (models/kernel_program.py; `pretrained:kernels` is one): the
-kernel model on the kernel labels of the built-in train split, validated on the valid split's,
-then the overhead per thunk call fitted on the train programs' measured runtimes.
+kernel model on the kernel labels of the built-in train split for a fixed number of epochs, then
+the overhead per thunk call fitted on the train programs' measured runtimes. No early stopping:
+the trainer's validation ranks the configs of one graph, while a kernel model is judged by how
+its sums rank a program's configs (benchmarks/kernel_model_bench.py, on the test split).
 
     python -m hlotune.train.kernels OUT [--epochs N] [--spaces flags,layout]
 """
@@ -21,7 +23,7 @@ from hlotune.errors import HlotuneError
 from hlotune.models.config import ModelConfig
 from hlotune.train.trainer import TrainSettings
 
-SETTINGS = TrainSettings(epochs=12, loss="mse", configs_per_batch=16, graphs_per_step=8, patience=4)
+SETTINGS = TrainSettings(epochs=12, loss="mse", configs_per_batch=16, graphs_per_step=8)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,8 @@ def write_samples(programs: list[LabelledProgram], graphs: KernelGraphs, folder:
 
 def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: ModelConfig = ModelConfig(),
                   spaces: tuple[str, ...] = ("flags",), progress: bool = True):
-    """Train into `out` (its `samples/` hold the kernel samples, kept for inspection)."""
+    """Train into `out` (`samples/` holds the kernel samples, kept for inspection; `run/` the
+    training run; `model/` the program model)."""
     from hlotune.models.gnn import GraphCostModel
     from hlotune.models.kernel_program import KernelProgramModel, fit_overhead
     from hlotune.train.trainer import train
@@ -70,13 +73,13 @@ def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: M
     if not train_programs:
         raise HlotuneError(f"no kernel labels in the built-in train split of {', '.join(spaces)}: "
                            "run python -m hlotune.collect.kernel_labels first")
-    counts = {split: write_samples(programs, graphs, out / "samples" / split)
-              for split, programs in (("train", train_programs), ("valid", labelled_programs("valid", spaces)))}
-    print(f"kernel samples: {counts['train']} train, {counts['valid']} valid", flush=True)
+    samples = out / "samples"
+    shutil.rmtree(samples, ignore_errors=True)
+    print(f"kernel samples: {write_samples(train_programs, graphs, samples)} from {len(train_programs)} programs",
+          flush=True)
     run = out / "run"
     shutil.rmtree(run, ignore_errors=True)
-    result = train(out / "samples" / "train", out / "samples" / "valid" if counts["valid"] else None, run, settings,
-                   model_config=model_config, progress=progress)
+    result = train(samples, None, run, settings, model_config=model_config, progress=progress)
     model = KernelProgramModel(GraphCostModel.load(result.model_dir), graphs=graphs)
     sums = [model.kernels_ns(model.from_labels(p.labels, p.configs)) for p in train_programs]
     model.overhead = fit_overhead(sums, [p.labels.static_calls.sum(axis=1) for p in train_programs],

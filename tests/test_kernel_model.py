@@ -135,7 +135,8 @@ def test_the_screen_compiles_each_config_once_across_tunes(tmp_path):
     finally:
         first.close()
     assert first.compiled == 3 and np.isfinite(scores[:2]).all()
-    second = KernelScreen("zoo:mlp@tiny", KernelProgramModel(GraphCostModel(config)), db, "mlp")
+    # the same weights, but no thunk graphs known: they come from the database too
+    second = KernelScreen("zoo:mlp@tiny", KernelProgramModel(first.model.kernel_model), db, "mlp")
     try:
         again = second.predict(configs)
     finally:

@@ -115,15 +115,15 @@ class HloText:
     def module_of(self, computation: str, name: str) -> str:
         """A module whose entry is `computation` (with what it calls): a kernel standing alone,
         to featurize as the TpuGraphs tile collection has each kernel."""
-        return "\n".join([f"HloModule {name}", "", *self.definitions(computation, entry=True)])
+        return "\n".join([f"HloModule {name}", "", *self.definitions([computation], entry=computation)])
 
-    def definitions(self, computation: str, *, entry: bool) -> list[str]:
-        """The lines defining `computation` and what it calls, callees first; `entry` marks
-        `computation` as the module's entry."""
+    def definitions(self, computations: list[str], *, entry: str | None) -> list[str]:
+        """The lines defining `computations` and what they call, callees first; `entry` is
+        marked as the module's entry (None: none is)."""
         lines = []
-        for called in reversed(list(self._closure([computation]))):
+        for called in reversed(list(self._closure(computations))):
             header = self.lines[self.headers[called]].removeprefix("ENTRY ")
-            lines += [("ENTRY " if entry and called == computation else "") + header,
+            lines += [("ENTRY " if called == entry else "") + header,
                       *(self.lines[i] for i in self.computations[called]), "}", ""]
         return lines
 

@@ -17,7 +17,7 @@ from hlotune.compiler.kernels import APPLIES, HloText, Kernel, backend_config, k
 
 CONTROL = frozenset({"while", "conditional", "call"})
 _OPERANDS = re.compile(r"%([\w.\-]+)")
-_TO_APPLY = re.compile(r"\bto_apply=%([\w.\-]+)")
+_CONTROL_EDGES = re.compile(r", control-predecessors=\{[^}]*\}")  # another thunk's order, not this one's
 
 
 @dataclass(frozen=True)
@@ -79,9 +79,9 @@ def _fusion(hlo: HloText, kernel: Kernel) -> Thunk:
 
 
 def _unfused(hlo: HloText, match: re.Match, shapes: dict[str, str]) -> Thunk:
-    """The instruction over parameters standing for its operands, with the computation it
-    applies (a reduce's region) beside it."""
-    line = without_metadata(match.string).strip().removeprefix("ROOT ")
+    """The instruction over parameters standing for its operands, with the computations it
+    applies (a reduce's region, a TopK's comparator) beside it."""
+    line = _CONTROL_EDGES.sub("", without_metadata(match.string)).strip().removeprefix("ROOT ")
     name, shape, opcode = match.group(1), match.group(2), match.group(3)
     open_at = line.index(f"{opcode}(") + len(opcode) + 1
     close_at = _closing(line, open_at)
@@ -91,8 +91,8 @@ def _unfused(hlo: HloText, match: re.Match, shapes: dict[str, str]) -> Thunk:
     call = ", ".join(f"%{p}" for p in params)
     body.append(f"  ROOT %{name} = {shape} {opcode}({call}){line[close_at + 1:]}")
     signature = ", ".join(f"{p}: {shapes.get(o, 'f32[]')}" for p, o in zip(params, operands))
-    applied = [m.group(1) for m in _TO_APPLY.finditer(line)]
-    called = "\n".join(map(without_metadata, hlo.definitions(applied[0], entry=False))) if applied else ""
+    applied = [name for name in _OPERANDS.findall(line[close_at:]) if name in hlo.computations]
+    called = "\n".join(map(without_metadata, hlo.definitions(applied, entry=None)))
     text = f"{called}ENTRY %thunk ({signature}) -> {shape} {{\n" + "\n".join(body) + "\n}\n"
     digest = hashlib.sha1(f"{opcode} {shape}\n{_canonical(text)}".encode()).hexdigest()[:12]
     return Thunk(name, digest, opcode, opcode, (), f"HloModule thunk_{digest}\n\n{text}")

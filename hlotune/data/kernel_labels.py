@@ -68,9 +68,12 @@ def labels_of(collected: Path) -> Path:
 
 class KernelGraphs:
     """Each thunk's graph, parsed and featurized once, by fingerprint: thousands of kernels
-    recur across configs and programs."""
+    recur across configs and programs. A module XLA's parser rejects (a handful of ten
+    thousand: a custom call whose comparator an early collector left out) is kept in
+    `unreadable` with the reason; models leave such a thunk out (`has` is False)."""
 
     def __init__(self) -> None:
+        self.unreadable: dict[str, str] = {}
         self._graphs: dict[str, tuple[HloGraph, GraphArrays]] = {}
         self._rooflines: dict[str, np.ndarray] = {}
 
@@ -88,7 +91,7 @@ class KernelGraphs:
 
     def load(self, modules: Path, fingerprints) -> None:
         """Parse and featurize the ones not loaded yet (one parser process for all of them)."""
-        missing = sorted(set(map(str, fingerprints)) - set(self._graphs))
+        missing = sorted(set(map(str, fingerprints)) - set(self._graphs) - set(self.unreadable))
         self.add({fingerprint: _module_text(modules, fingerprint) for fingerprint in missing})
 
     def add(self, texts: dict[str, str]) -> None:
@@ -97,10 +100,11 @@ class KernelGraphs:
         from hlotune.hlo.proto import graph_from_proto
         from hlotune.hlo.text_parser import texts_to_protos
 
-        missing = [fingerprint for fingerprint in texts if fingerprint not in self._graphs]
+        missing = [f for f in texts if f not in self._graphs and f not in self.unreadable]
         for fingerprint, proto in zip(missing, texts_to_protos([texts[f] for f in missing])):
             if isinstance(proto, HlotuneError):
-                raise HlotuneError(f"kernel {fingerprint}: {proto}")
+                self.unreadable[fingerprint] = str(proto)
+                continue
             graph = graph_from_proto(proto, name=fingerprint)
             self._graphs[fingerprint] = (graph, featurize(graph, progress=False))
 
@@ -130,6 +134,8 @@ def kernel_samples(programs: list[tuple[ProgramKernels, list[CompileConfig]]], g
         for row in range(len(labels.rows)):
             columns = labels.present(row)
             for column, feat in zip(columns, config_rows(labels, row, configs, columns)):
+                if not graphs.has(str(labels.fingerprints[column])):
+                    continue
                 per_call = labels.ns[row, column] / labels.calls[row, column]
                 times[str(labels.fingerprints[column])][tuple(feat.tolist())].append(float(per_call))
     return [_sample(fingerprint, rows, graphs) for fingerprint, rows in sorted(times.items())]

@@ -87,6 +87,8 @@ class KernelProgramModel:
             feats = config_features([t.partitions for t in config.thunks], None,
                                     np.repeat(codegen_options(config.flags)[None], len(config.thunks), axis=0))
             for thunk, feat in zip(config.thunks, feats):
+                if not self.graphs.has(thunk.fingerprint):
+                    continue  # unreadable (KernelGraphs): left out of the sum
                 wanted[thunk.fingerprint][tuple(feat.tolist())].append((row, thunk.calls))
         total = np.zeros(len(compiled))
         for fingerprint, rows in wanted.items():

@@ -28,7 +28,7 @@ def compiled_summary(compiled: list[CompiledConfig], graphs: KernelGraphs) -> np
         flops = nbytes = seconds = 0.0
         kinds = dict.fromkeys(KINDS, 0)
         for thunk in config.thunks:
-            thunk_flops, thunk_bytes = graphs.roofline(thunk.fingerprint)
+            thunk_flops, thunk_bytes = graphs.roofline(thunk.fingerprint) if graphs.has(thunk.fingerprint) else (0, 0)
             flops, nbytes = flops + thunk_flops * thunk.calls, nbytes + thunk_bytes * thunk.calls
             seconds += (max(thunk_flops / CORE_FLOPS, thunk_bytes / CORE_BANDWIDTH) + LAUNCH_S) * thunk.calls
             if thunk.kind in kinds:

@@ -8,7 +8,7 @@ Methods:
 - flags-gnn: pretrained:flags, the whole-program GNN;
 - gbdt-rank: baseline:gbdt-rank (the program graph and the flags);
 - gbdt-rank+compiled: the same trees also given the compiled module's summary
-  (models/baselines/compiled.py), trained on the train split's labelled programs;
+  (evaluation/compiled_baselines.py), trained on the train split's labelled programs;
 - roofline-compiled: the compiled modules' roofline seconds, nothing trained;
 - profiled-sum (a ceiling, not a method): the measured kernel times of the profile summed, what
   a perfect kernel model with no overhead term would predict.
@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hlotune.data.builtin import EDITION  # noqa: E402
 from hlotune.data.npz import read_sample  # noqa: E402
 from hlotune.evaluation.scorers import load_scorer  # noqa: E402
-from hlotune.models.baselines.compiled import CompiledGbdtRank, compiled_summary, roofline_scores  # noqa: E402
-from hlotune.models.kernel_program import load_kernel_program_model  # noqa: E402
+from hlotune.evaluation.compiled_baselines import CompiledGbdtRank, compiled_summary, roofline_scores  # noqa: E402
+from hlotune.compiler.kernel_program import load_kernel_program_model  # noqa: E402
 from hlotune.train.kernels import LabelledProgram, labelled_programs  # noqa: E402
 
 

@@ -242,13 +242,6 @@ def _assemble(encoder: ConfigEncoder, batches: list[dict], settings: CollectSett
     return sample, records
 
 
-def collected_configs(summary: Path) -> list[CompileConfig]:
-    """The configs of a collected program in its npz's row order (`_assemble`): the default,
-    then each healthy config, read from its summary (`NAME.json`)."""
-    records = json.loads(summary.read_text())["configs"]
-    return [DEFAULT_CONFIG] + [CompileConfig.from_dict(r["config"]) for r in records if r["status"] == OK]
-
-
 def stored_samples(samples: list[list[int]]) -> np.ndarray:
     """Each config's samples cut to the fewest any config has, taken evenly over its rounds
     rather than the first ones: a batch sampled to its noise target can drift part-way, and its

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.collect.collector import collected_configs
+from hlotune.compiler.kernel_labels import collected_configs
 from hlotune.compiler.measure import MeasureSettings, Measurement, Measurer
 from hlotune.compiler.thunks import Thunk, thunks_of
 from hlotune.errors import HlotuneError

@@ -1,4 +1,4 @@
-"""Trains a kernel program model (models/kernel_program.py; `pretrained:kernels` is one): the
+"""Trains a kernel program model (compiler/kernel_program.py; `pretrained:kernels` is one): the
 kernel model on the kernel labels of the built-in train split for a fixed number of epochs, then
 the overhead per thunk call fitted on the train programs' measured runtimes. No early stopping:
 the trainer's validation ranks the configs of one graph, while a kernel model is judged by how
@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.data.kernel_labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
+from hlotune.compiler.kernel_labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
 from hlotune.errors import HlotuneError
 from hlotune.models.config import ModelConfig
 from hlotune.train.trainer import TrainSettings
@@ -35,7 +35,7 @@ class LabelledProgram:
 
 def labelled_programs(split: str, spaces: tuple[str, ...] = ("flags",)) -> list[LabelledProgram]:
     """Every built-in program of `split` with kernel labels, in `spaces`."""
-    from hlotune.collect.collector import collected_configs
+    from hlotune.compiler.kernel_labels import collected_configs
     from hlotune.data.builtin import EDITION
     from hlotune.data.npz import read_sample
 
@@ -65,7 +65,7 @@ def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: M
     """Train into `out` (`samples/` holds the kernel samples, kept for inspection; `run/` the
     training run; `model/` the program model)."""
     from hlotune.models.gnn import GraphCostModel
-    from hlotune.models.kernel_program import KernelProgramModel, fit_overhead
+    from hlotune.compiler.kernel_program import KernelProgramModel, fit_overhead
     from hlotune.train.trainer import train
 
     graphs = KernelGraphs()

@@ -51,7 +51,7 @@ from hlotune.compiler.measure import BatchResult, MeasureSettings
 from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
-from hlotune.models.kernel_program import load_kernel_program_model
+from hlotune.compiler.kernel_program import load_kernel_program_model
 from hlotune.programs import Program, load_program
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers

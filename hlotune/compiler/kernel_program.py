@@ -3,7 +3,7 @@ thunk, times its calls, summed, plus a learned overhead per thunk call (`pretrai
 
 The kernel model is a tile GraphCostModel (a GNN over the kernel's own graph, its partitions
 and the module's code-generation options as the config) trained with MSE on the log of each
-kernel's absolute ns per call (data/kernel_labels.py). What the kernels' sum leaves out (the
+kernel's absolute ns per call (compiler/kernel_labels.py). What the kernels' sum leaves out (the
 runtime launching thunks, waiting on threads) is fitted on the training programs as ns per
 thunk call: inside one program only differences between configs matter, so a constant per
 program would change no ranking and is not fitted.
@@ -22,7 +22,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.kernel_sample import codegen_options, config_features, tile_configs
 from hlotune.compiler.thunks import thunks_of
-from hlotune.data.kernel_labels import KernelGraphs, ProgramKernels, labels_of
+from hlotune.compiler.kernel_labels import KernelGraphs, ProgramKernels, labels_of
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 
@@ -160,7 +160,7 @@ class KernelScorer:
         self.model = model
 
     def __call__(self, sample: GraphSample) -> np.ndarray:
-        from hlotune.collect.collector import collected_configs
+        from hlotune.compiler.kernel_labels import collected_configs
 
         source = Path(sample.source)
         path = labels_of(source)

@@ -11,13 +11,15 @@ kernel takes, which a program model can sum.
 from __future__ import annotations
 
 import gzip
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.measure import OK
 from hlotune.compiler.kernel_sample import codegen_options, config_features, kernel_roofline, tile_configs
 from hlotune.data.sample import GraphArrays, GraphSample
 from hlotune.errors import HlotuneError
@@ -64,6 +66,13 @@ class ProgramKernels:
 def labels_of(collected: Path) -> Path:
     """Where the kernel labels of a collected program file (ROOT/SPACE/SPLIT/NAME.npz) live."""
     return collected.parent.parent.parent / LABELS / collected.parent.parent.name / collected.parent.name / collected.name
+
+
+def collected_configs(summary: Path) -> list[CompileConfig]:
+    """The configs of a collected program in its npz's row order (collect/collector.py writes
+    the default first, then each healthy config), read from its summary (`NAME.json`)."""
+    records = json.loads(summary.read_text())["configs"]
+    return [DEFAULT_CONFIG] + [CompileConfig.from_dict(r["config"]) for r in records if r["status"] == OK]
 
 
 class KernelGraphs:

@@ -21,8 +21,8 @@ import numpy as np
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.kernel_sample import codegen_options, config_features, tile_configs
+from hlotune.compiler.kernel_labels import KernelGraphs, ProgramKernels, collected_configs, labels_of
 from hlotune.compiler.thunks import thunks_of
-from hlotune.compiler.kernel_labels import KernelGraphs, ProgramKernels, labels_of
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 
@@ -160,8 +160,6 @@ class KernelScorer:
         self.model = model
 
     def __call__(self, sample: GraphSample) -> np.ndarray:
-        from hlotune.compiler.kernel_labels import collected_configs
-
         source = Path(sample.source)
         path = labels_of(source)
         if not path.exists():

@@ -20,7 +20,7 @@ import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.measure import OK
-from hlotune.compiler.kernel_sample import codegen_options, config_features, kernel_roofline, tile_configs
+from hlotune.compiler.kernel_sample import compiled_features, kernel_roofline, tile_configs
 from hlotune.data.sample import GraphArrays, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.graph import HloGraph
@@ -130,8 +130,7 @@ def config_rows(labels: ProgramKernels, row: int, configs: list[CompileConfig], 
     """The tile config rows (compiler/kernel_sample.config_features) of thunks `columns` as
     config `row` (an index into `rows`) compiled them: XLA's partitions, the config's options."""
     parts = [tuple(int(p) for p in labels.partitions[row, c] if p) for c in columns]
-    options = codegen_options(configs[int(labels.rows[row])].flags)
-    return config_features(parts, None, np.repeat(options[None], len(columns), axis=0))
+    return compiled_features(parts, configs[int(labels.rows[row])].flags)
 
 
 def kernel_samples(programs: list[tuple[ProgramKernels, list[CompileConfig]]], graphs: KernelGraphs) -> list[GraphSample]:

@@ -20,7 +20,7 @@ import numpy as np
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.kernel_sample import codegen_options, config_features, tile_configs
+from hlotune.compiler.kernel_sample import compiled_features, tile_configs
 from hlotune.compiler.kernel_labels import KernelGraphs, ProgramKernels, collected_configs, labels_of
 from hlotune.compiler.thunks import thunks_of
 from hlotune.data.sample import GraphSample
@@ -84,9 +84,7 @@ class KernelProgramModel:
 
         wanted: dict[str, dict[tuple[float, ...], list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
         for row, config in enumerate(compiled):
-            feats = config_features([t.partitions for t in config.thunks], None,
-                                    np.repeat(codegen_options(config.flags)[None], len(config.thunks), axis=0))
-            for thunk, feat in zip(config.thunks, feats):
+            for thunk, feat in zip(config.thunks, compiled_features([t.partitions for t in config.thunks], config.flags)):
                 if not self.graphs.has(thunk.fingerprint):
                     continue  # unreadable (KernelGraphs): left out of the sum
                 wanted[thunk.fingerprint][tuple(feat.tolist())].append((row, thunk.calls))

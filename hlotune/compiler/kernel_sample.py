@@ -65,6 +65,12 @@ def codegen_options(flags: FlagConfig) -> np.ndarray:
     return (flags.features() - DEFAULT_FLAGS.features())[list(CODEGEN_COLUMNS)]
 
 
+def compiled_features(parts: list[tuple[int, ...]], flags: FlagConfig) -> np.ndarray:
+    """config_feat rows of kernels as one config compiled them: XLA's own partitions (`parts`,
+    a kernel each) and that config's code-generation options."""
+    return config_features(parts, None, np.repeat(codegen_options(flags)[None], len(parts), axis=0))
+
+
 def config_features(parts: list[tuple[int, ...]], xla_choice: tuple[int, ...] | None,
                     options: np.ndarray | None = None) -> np.ndarray:
     """config_feat (c, 24): partitions per outer dimension [0:6] (0 past the last), their

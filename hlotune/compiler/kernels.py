@@ -108,8 +108,7 @@ class HloText:
             "\n".join(without_metadata(self.lines[i]) for i in self.computations[name])
             for name in self._closure([computation])
         )
-        names: dict[str, str] = {}
-        return _NAME.sub(lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)
+        return without_names(text)
 
 
     def module_of(self, computation: str, name: str) -> str:
@@ -126,6 +125,13 @@ class HloText:
             lines += [("ENTRY " if called == entry else "") + header,
                       *(self.lines[i] for i in self.computations[called]), "}", ""]
         return lines
+
+
+def without_names(text: str) -> str:
+    """HLO text with each name replaced by its order of first appearance: the same computation
+    printed by any program reads the same."""
+    names: dict[str, str] = {}
+    return _NAME.sub(lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)
 
 
 def without_metadata(line: str) -> str:

@@ -13,7 +13,8 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 
-from hlotune.compiler.kernels import APPLIES, HloText, Kernel, backend_config, kernel_at, without_metadata
+from hlotune.compiler.kernels import (APPLIES, HloText, Kernel, backend_config, kernel_at, without_metadata,
+                                      without_names)
 
 CONTROL = frozenset({"while", "conditional", "call"})
 _OPERANDS = re.compile(r"%([\w.\-]+)")
@@ -94,7 +95,7 @@ def _unfused(hlo: HloText, match: re.Match, shapes: dict[str, str]) -> Thunk:
     applied = [name for name in _OPERANDS.findall(line[close_at:]) if name in hlo.computations]
     called = "\n".join(map(without_metadata, hlo.definitions(applied, entry=None)))
     text = f"{called}ENTRY %thunk ({signature}) -> {shape} {{\n" + "\n".join(body) + "\n}\n"
-    digest = hashlib.sha1(f"{opcode} {shape}\n{_canonical(text)}".encode()).hexdigest()[:12]
+    digest = hashlib.sha1(f"{opcode} {shape}\n{without_names(text)}".encode()).hexdigest()[:12]
     return Thunk(name, digest, opcode, opcode, (), f"HloModule thunk_{digest}\n\n{text}")
 
 
@@ -106,8 +107,3 @@ def _closing(line: str, start: int) -> int:
         if depth == 0:
             return index
     return len(line)
-
-
-def _canonical(text: str) -> str:
-    names: dict[str, str] = {}
-    return re.sub(r"%[\w.\-]+", lambda m: names.setdefault(m.group(0), f"%v{len(names)}"), text)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -95,8 +95,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spaces", default="flags", help="comma-separated: flags, layout")
     args = parser.parse_args(argv)
     try:
-        from dataclasses import replace
-
         model = train_kernels(args.out, replace(SETTINGS, epochs=args.epochs), spaces=tuple(args.spaces.split(",")))
     except HlotuneError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -127,12 +127,44 @@ def test_the_policy_orders_are_valid_and_seeded(ops):
     assert orders == policy_orders(policy, ops, samples=3, seed=0)
 
 
+def test_moves_keep_orders_valid_and_move_one_instruction(ops):
+    from hlotune.opt.schedules import Moves
+
+    moves, rng = Moves(ops), np.random.default_rng(0)
+    order = ops.entry.names
+    for _ in range(50):
+        moved = moves.move(order, rng)
+        if moved is None:
+            continue
+        ops.entry.check(moved)  # after what it follows, before its users, the ROOT last
+        rest = [name for name in order if name in moved]
+        differ = [a != b for a, b in zip(order, moved)]
+        assert sum(differ) >= 2 and sorted(rest) == sorted(moved)
+        assert any([*order[:i], *order[i + 1:]] == [n for n in moved if n != order[i]]
+                   for i in range(len(order)))  # one instruction taken out and put back
+        order = moved
+
+
+def test_the_search_never_ends_above_where_it_started(program, ops):
+    from hlotune.opt.schedules import Moves, depth_first
+    from hlotune.tuning.measured_schedule import Climb
+
+    _, lowered, _ = program
+    start = compile_schedule(lowered, depth_first(ops))
+    climb = Climb(lowered, Moves(ops), start, seed=0)
+    found = climb.run(float("inf"), max_moves=6)
+    assert climb.moves == 6 and 0 <= climb.kept <= 6
+    assert found.peak_bytes <= start.peak_bytes
+    ops.entry.check(found.order)
+
+
 def opt(*argv: str) -> int:
     from hlotune.opt.commands import add_commands
-    from hlotune.tuning.measured_schedule import run
+    from hlotune.tuning import measured_fusion, measured_schedule
 
     parser = argparse.ArgumentParser(prog="hlotune")
-    add_commands(parser.add_subparsers(required=True), measured={"schedule": run})
+    add_commands(parser.add_subparsers(required=True),
+                 measured={"schedule": measured_schedule.run, "fuse": measured_fusion.run})
     args = parser.parse_args(["opt", *argv])
     return args.run(args)
 
@@ -149,13 +181,26 @@ def test_opt_schedule_measure_json(capsys):
     assert xla == min(report["xla_schedulers"].values())
     beats = report["results"]["policy"]["peak_bytes"] < xla
     assert report["policy_beats_xla"] == beats and report["chosen"] == ("policy" if beats else "xla")
-    assert report["noise"] >= 0
+    assert report["noise"] >= 0 and report["search_moves"] == 0
+
+
+def test_opt_schedule_measure_searches_with_a_budget(capsys):
+    assert opt("schedule", PROGRAM, "--measure", "--samples", "2", "--budget", "3", "--json",
+               "--quiet") == 0
+    report = json.loads(capsys.readouterr().out)
+    search = report["results"]["search"]
+    assert search["outputs_ok"] and report["search_moves"] > 0
+    assert search["peak_bytes"] <= min(report["results"][name]["peak_bytes"] for name in ("xla", "policy"))
+    peaks = {name: report["results"][name]["peak_bytes"] for name in ("xla", "policy", "search")}
+    assert peaks[report["chosen"]] == min(peaks.values())
 
 
 @pytest.mark.parametrize("argv, message", [
     (["schedule", PROGRAM], "needs --devices N"),
     (["schedule", PROGRAM, "--measure", "--devices", "2"], "--devices is for the simulated task"),
     (["schedule", "model.hlo", "--measure"], "give a program spec"),
+    (["schedule", PROGRAM, "--measure", "--budget", "-1"], "--budget must not be negative"),
+    (["fuse", PROGRAM, "--measure", "--budget", "5"], "--budget is for the simulated task"),
 ])
 def test_opt_schedule_flags_are_checked(argv, message):
     with pytest.raises(HlotuneError, match=message):

@@ -5,7 +5,7 @@
     hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
                       [--architecture summary|recurrent] [--curriculum] [--json] [--quiet]
 
-    hlotune opt schedule PROGRAM --measure [--policy DIR] [--samples K] [--json]
+    hlotune opt schedule PROGRAM --measure [--policy DIR] [--samples K] [--budget S] [--json]
     hlotune opt fuse PROGRAM --measure [--policy DIR] [--samples K] [--per-method K] [--json]
 
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
@@ -17,7 +17,8 @@ graphs for 2, 4 and 8 devices and every task: see its config.json); a folder of 
 for --iterations PPO iterations (DEFAULT_ITERATIONS by default: 5 to 15 s for zoo graphs of 170
 to 750 ops on one CPU thread), and that training counts in the reported search time. With
 --policy the policy is applied zero-shot, or fine-tuned on the graph for --iterations first.
---budget adds policy-guided hill climbing after the sampling (hlotune.opt.local_search).
+--budget adds policy-guided hill climbing after the sampling (hlotune.opt.local_search); with
+`schedule --measure`, a hill climb over real orders, each move compiled.
 
 With --json stdout holds one JSON object per graph and nothing else: {"graph", "devices", "tasks",
 "simulated": true, "results": {policy, human, metis, hdp, random: step seconds or null},
@@ -107,7 +108,8 @@ def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType(
                              help=f"assignments the search samples (default {DEFAULT_SAMPLES})")
         command.add_argument("--budget", type=float, default=0.0, metavar="SECONDS",
                              help="after sampling, hill-climb from the best assignment until "
-                             "SECONDS of search have passed (default 0: sampling only)")
+                             "SECONDS of search have passed (default 0: sampling only); "
+                             "schedule --measure: moves of the best order, each compiled")
         command.add_argument("--seed", type=int, default=0)
         command.add_argument("--json", action="store_true", help="print one JSON object per graph")
         command.add_argument("--trace", type=Path, metavar="OUT.json",

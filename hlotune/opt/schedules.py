@@ -7,7 +7,9 @@ them): the baselines and GO's policy.
   fewest live bytes (its new buffer less the buffers whose last reader it is), ties in XLA's
   order: the classic greedy, as XLA's own list scheduler is;
 - policy: GO's scheduling head gives each op of the OpGraph a priority, and the list schedule
-  runs the ready instruction of highest priority.
+  runs the ready instruction of highest priority;
+- moves: one instruction moved to another place it may run, for a search that lets XLA's
+  buffer assignment judge each move (hlotune.tuning.measured_schedule).
 
 Live bytes are estimated from the instructions' shapes: views (bitcast, tuple, get-tuple-element)
 keep their operands' buffers alive and allocate none; parameters, constants and the ROOT's
@@ -112,6 +114,43 @@ def policy_orders(policy: GOPolicy, ops: EntryOps, samples: int, seed: int) -> l
         batches = [actions.greedy(), actions.sample(samples, torch.Generator().manual_seed(seed))]
     priorities = [batch.priority[k].double().numpy() for batch in batches for k in range(len(batch))]
     return [by_priority(ops.entry, p[ops.op_index]) for p in priorities]
+
+
+class Moves:
+    """One-instruction moves of an entry order. An instruction may run anywhere after what it
+    must follow and before its users; it is drawn in proportion to the temporary bytes it
+    allocates and reads (directly or through views), since only moving those can change a peak.
+    """
+
+    def __init__(self, ops: EntryOps) -> None:
+        entry = ops.entry
+        self.entry = entry
+        self.users: list[list[int]] = [[] for _ in entry.names]
+        for user, operands in enumerate(entry.after):
+            for operand in operands:
+                self.users[operand].append(user)
+        reads = _Liveness(ops).reads
+        weights = np.array([ops.nbytes[i] + sum(ops.nbytes[b] for b in reads[i])
+                            for i in range(len(entry.names))], dtype=np.float64)
+        weights[entry.root] = 0.0
+        self.weights = weights / weights.sum() if weights.sum() > 0 else None
+
+    def move(self, order: tuple[str, ...], rng: np.random.Generator) -> tuple[str, ...] | None:
+        """`order` with one drawn instruction at another valid place (None: the drawn one has
+        no other place, or nothing allocates)."""
+        if self.weights is None:
+            return None
+        indices = list(self.entry.check(order))
+        position = {index: place for place, index in enumerate(indices)}
+        moved = int(rng.choice(len(self.weights), p=self.weights))
+        low = max((position[i] + 1 for i in self.entry.after[moved]), default=0)
+        high = min((position[i] - 1 for i in self.users[moved]), default=len(indices) - 2)
+        places = [place for place in range(low, high + 1) if place != position[moved]]
+        if not places:
+            return None
+        indices.remove(moved)
+        indices.insert(int(rng.choice(places)), moved)
+        return tuple(self.entry.names[i] for i in indices)
 
 
 def _list_schedule(entry: Entry, choose: Callable[[list[int]], int],

@@ -6,7 +6,8 @@ Methods:
 - kernels: pretrained:kernels (or --model), the sum of kernel predictions over each config's
   compiled module plus the learned overhead;
 - flags-gnn: pretrained:flags, the whole-program GNN;
-- gbdt-rank: baseline:gbdt-rank (the program graph and the flags);
+- gbdt-rank: baseline:gbdt-rank (the program graph and the config);
+- analytical: baseline:analytical, the hand-written rule (layout: elements moved), nothing trained;
 - gbdt-rank+compiled: the same trees also given the compiled module's summary
   (evaluation/compiled_baselines.py), trained on the train split's labelled programs;
 - roofline-compiled: the compiled modules' roofline seconds, nothing trained;
@@ -52,7 +53,8 @@ def bench(model_name: str, space: str) -> dict:
     train, test = labelled_programs("train", (space,)), labelled_programs("test", (space,))
     summaries = {id(p): compiled_summary(model.from_labels(p.labels, p.configs), model.graphs) for p in train + test}
     gbdt_compiled = CompiledGbdtRank.fit([(collected(p, space, "train"), summaries[id(p)], p.labels.rows) for p in train])
-    scorers = {name: load_scorer(name) for name in (f"pretrained:{space}", "baseline:gbdt-rank")}
+    scorers = {name: load_scorer(name) for name in (f"pretrained:{space}", "baseline:gbdt-rank",
+                                                    "baseline:analytical")}
     rows = []
     for program in test:
         sample = collected(program, space, "test")
@@ -62,6 +64,7 @@ def bench(model_name: str, space: str) -> dict:
             "kernels": np.log(predicted),
             f"{space}-gnn": scorers[f"pretrained:{space}"](sample)[program.labels.rows],
             "gbdt-rank": scorers["baseline:gbdt-rank"](sample)[program.labels.rows],
+            "analytical": scorers["baseline:analytical"](sample)[program.labels.rows],
             "gbdt-rank+compiled": gbdt_compiled.scores(sample, summaries[id(program)], program.labels.rows),
             "roofline-compiled": roofline_scores(summaries[id(program)]),
             "profiled-sum": np.nansum(program.labels.ns, axis=1),

@@ -179,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
     except HlotuneError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # each finished program is already written; run again to go on
+        print("interrupted: the programs done are kept, the one in flight is not; run again "
+              "to go on", file=sys.stderr)
+        return 130
     return 0
 
 

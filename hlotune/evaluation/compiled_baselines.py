@@ -56,7 +56,8 @@ class CompiledGbdtRank:
         """`programs`: (the collected sample, its summary rows, the sample's config rows they
         describe), each program a LambdaRank group."""
         lightgbm = load_lightgbm()
-        flag_names = tuple(map(str, programs[0][0].configs.config_feat_names))
+        first = programs[0][0].configs  # flags: named columns; layout: per-node aggregates
+        flag_names = tuple(map(str, getattr(first, "config_feat_names", ())))
         features, grades, groups = [], [], []
         for sample, summary, rows in programs:
             features.append(_features(sample, summary, rows, flag_names))

@@ -133,7 +133,7 @@ def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
 class Climb:
     """A hill climb over entry orders, judged by XLA's buffer assignment: each move is one
     instruction moved (hlotune.opt.schedules.Moves), compiled, and kept when its peak is no
-    higher (a plateau is crossed, not stopped at). Orders already compiled are not again."""
+    higher (a plateau is crossed, not stopped at); no order is compiled twice."""
 
     def __init__(self, lowered: Any, moves: Any, start: Any, seed: int) -> None:
         import numpy as np

@@ -30,11 +30,12 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import kendalltau, spearmanr
+from scipy.stats import spearmanr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hlotune.data.builtin import EDITION  # noqa: E402
+from hlotune.data.metrics import kendall_tau  # noqa: E402
 from hlotune.data.npz import read_sample  # noqa: E402
 from hlotune.evaluation.scorers import load_scorer  # noqa: E402
 from hlotune.evaluation.compiled_baselines import CompiledGbdtRank, compiled_summary, roofline_scores  # noqa: E402
@@ -74,7 +75,7 @@ def bench(model_name: str, space: str) -> dict:
             "program": program.labels.path.stem,
             "configs": len(measured),
             "kernels_rho": float(spearmanr(predicted, measured)[0]),
-            **{f"{name}_tau": _tau(s, measured) for name, s in scores.items()},
+            **{f"{name}_tau": kendall_tau(measured, s) for name, s in scores.items()},
             **{f"{name}_top1": float(measured[np.argmin(s)] / measured.min() - 1) for name, s in scores.items()},
         })
     methods = [key.removesuffix("_tau") for key in rows[0] if key.endswith("_tau")]
@@ -83,12 +84,6 @@ def bench(model_name: str, space: str) -> dict:
     return {"model": model_name, "space": space, "train_programs": len(train), "test_programs": len(test),
             "overhead_per_call_ns": model.overhead.per_call_ns, "kernels_rho_median": float(np.median([r["kernels_rho"] for r in rows])),
             "means": means, "programs": rows}
-
-
-def _tau(scores: np.ndarray, measured: np.ndarray) -> float:
-    """Kendall tau; 0 where the scores are all equal (they rank nothing)."""
-    tau = kendalltau(scores, measured)[0]
-    return 0.0 if np.isnan(tau) else float(tau)
 
 
 def plot(result: dict, path: Path) -> None:

@@ -14,7 +14,7 @@ from hlotune.compiler.fusion_space import CORE_BANDWIDTH, CORE_FLOPS, LAUNCH_S
 from hlotune.compiler.kernel_labels import KernelGraphs
 from hlotune.data.sample import GraphSample
 from hlotune.models.baselines.gbdt import PARAMS, ROUNDS, load_lightgbm, relevance_grades
-from hlotune.models.baselines.features import feature_matrix
+from hlotune.models.baselines.features import feature_matrix, flag_names_of
 from hlotune.compiler.kernel_program import CompiledConfig
 
 KINDS = ("kLoop", "kInput", "kOutput", "kCustom")
@@ -56,8 +56,7 @@ class CompiledGbdtRank:
         """`programs`: (the collected sample, its summary rows, the sample's config rows they
         describe), each program a LambdaRank group."""
         lightgbm = load_lightgbm()
-        first = programs[0][0].configs  # flags: named columns; layout: per-node aggregates
-        flag_names = tuple(map(str, getattr(first, "config_feat_names", ())))
+        flag_names = flag_names_of(programs[0][0])
         features, grades, groups = [], [], []
         for sample, summary, rows in programs:
             features.append(_features(sample, summary, rows, flag_names))

@@ -118,16 +118,18 @@ def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
         "memory_greedy": compile_schedule(lowered, schedules.memory_greedy(ops)),
         "replica": compile_schedule(lowered, by_xla[best].order),
     }
-    climb = Climb(lowered, schedules.Moves(ops), min(compiled["xla"], compiled["policy"],
-                                                     key=lambda c: c.peak_bytes), seed)
+    moves = kept = 0
     if budget_s > 0 or max_moves:
+        climb = Climb(lowered, schedules.Moves(ops), min(compiled["xla"], compiled["policy"],
+                                                         key=lambda c: c.peak_bytes), seed)
         compiled[SEARCH] = climb.run(budget_s if budget_s > 0 else float("inf"), max_moves)
+        moves, kept = climb.moves, climb.kept
     search_s = time.perf_counter() - start
     results, noise = _run(compiled, by_xla["default"], layouts.placed_args(DEFAULT_LAYOUT),
                           rounds, seed)
     return ScheduleReport(spec, len(ops.entry.names), results,
                           {name: c.peak_bytes for name, c in by_xla.items()}, best,
-                          len(candidates), noise, search_s, climb.moves, climb.kept)
+                          len(candidates), noise, search_s, moves, kept)
 
 
 class Climb:

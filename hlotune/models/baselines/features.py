@@ -52,6 +52,12 @@ def feature_names(collection: str, flag_names: Sequence[str] = ()) -> list[str]:
     raise HlotuneError(f"no GBDT features for collection {collection!r}")
 
 
+def flag_names_of(sample: GraphSample) -> tuple[str, ...]:
+    """The flag columns a model fitted on `sample`'s collection reads by name: the sample's own
+    (flags); none for the other collections, whose config features are not named flags."""
+    return tuple(map(str, sample.configs.config_feat_names)) if sample.collection == "flags" else ()
+
+
 def feature_matrix(sample: GraphSample, flag_names: Sequence[str] = ()) -> np.ndarray:
     """(c, features) float64, columns as `feature_names(sample.collection, flag_names)`."""
     configs = config_features(sample, flag_names)

@@ -28,7 +28,7 @@ from hlotune.data.sample import COLLECTIONS, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.extras import require
 from hlotune.data.metrics import target_runtimes
-from hlotune.models.baselines.features import feature_matrix, feature_names
+from hlotune.models.baselines.features import feature_matrix, feature_names, flag_names_of
 from hlotune.atomic import write_bytes_atomic
 from hlotune.models.files import read_json
 
@@ -68,9 +68,7 @@ class GbdtBaseline:
             raise HlotuneError(f"unknown GBDT objective {objective!r}: use {' or '.join(OBJECTIVES)}")
         lightgbm = load_lightgbm()
         collection = _collection(train)
-        flag_names: tuple[str, ...] = ()
-        if collection == "flags":  # the columns of the first file; the others are read by name
-            flag_names = tuple(map(str, train[0].configs.config_feat_names))
+        flag_names = flag_names_of(train[0])  # the first file's; the others are read by name
         rows, targets = [], []
         for sample in train:
             if not sample.labelled:

@@ -5,7 +5,9 @@ Every strategy edits configs the same way: a config is a genome with one gene pe
 one per sampled HLO pass (disabled or not), one per layout site (a minor-to-major permutation,
 or None for the compiler's choice) and one per tunable kernel (its outer-dimension partitions,
 or None for XLA's choice: the "tile" space; or its fusion decision: the "fusion" space,
-compiler/fusion_space.py). Independent genes are what mutation,
+compiler/fusion_space.py). A kernel space may stand on a `base` config: its kernels are those
+XLA made under the base's flags and layouts, and every config it makes keeps them (how the
+"all" space tunes kernels after flags and layouts, tuning/staged.py). Independent genes are what mutation,
 crossover and Optuna's categorical parameters need. The one dependency among XLA's options
 (the fast-math sub-options mean nothing without fast math) is repaired when a genome becomes a
 config: setting a sub-option turns fast math on. So is one
@@ -36,6 +38,7 @@ from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.errors import HlotuneError
 
 SPACES = ("flags", "layout", "tile", "fusion", "all")
+KERNEL_SPACES = ("tile", "fusion")  # whose genes are kernels of one compile
 _PASS, _SITE, _KERNEL, _FUSION = "pass:", "layout:", "kernel:", "fusion:"
 # Partitions offered per kernel: one thread, up to 8x this machine's 2 cores (XLA's own choice
 # is the default value, None).
@@ -58,15 +61,21 @@ class Gene:
 class SearchSpace:
     """The genes of `kind` (one of SPACES) for one program. Options that change results by
     design (fast math, ...) are genes only with `allow_numerics_change`. The tile space needs
-    the program's `kernels`, the fusion space its `fusion` choices (fusion_space.fusion_choices)."""
+    the program's `kernels`, the fusion space its `fusion` choices (fusion_space.fusion_choices),
+    both as XLA compiles the `base` config (the default unless given), which every config of
+    theirs extends. "all" holds the flag and layout genes: its kernels are tuned in stages
+    after them (tuning/staged.py), since a kernel key holds only under the flags it came from."""
 
     def __init__(
         self, kind: str, layouts: LayoutSpace | None = None, *, allow_numerics_change: bool = False,
         kernels: list[Kernel] | None = None, fusion: dict[str, tuple[str, ...]] | None = None,
+        base: CompileConfig = DEFAULT_CONFIG,
     ) -> None:
         if kind not in SPACES:
             raise HlotuneError(f"unknown space {kind!r}: use {', '.join(SPACES)}")
-        self.kind, self.allow_numerics_change = kind, allow_numerics_change
+        if not base.is_default and kind not in KERNEL_SPACES:
+            raise HlotuneError(f"only the {' and '.join(KERNEL_SPACES)} spaces stand on a base config, not {kind}")
+        self.kind, self.allow_numerics_change, self.base = kind, allow_numerics_change, base
         genes: list[Gene] = []
         if kind in ("flags", "all"):
             genes += [
@@ -82,9 +91,9 @@ class SearchSpace:
                 Gene(_SITE + site.key, (None, *itertools.permutations(range(site.rank))))
                 for site in layouts.sites
             ]
-        if kind == "tile":  # not in "all": a kernel key is only sure under the default flags
+        if kind == "tile":
             genes += self._kernel_genes(kernels, layouts)
-        if kind == "fusion":  # nor this: flags change which fusions XLA makes
+        if kind == "fusion":
             if not fusion:
                 name = layouts.program.name if layouts is not None else "the program"
                 raise HlotuneError(f"{name}: no loop or input fusion to split or merge")
@@ -124,24 +133,22 @@ class SearchSpace:
             options[FAST_MATH] = True
         if any(site.startswith("e") for site in layouts) and _ALGSIMP in passes:
             passes.remove(_ALGSIMP)
+        kernel_config = KernelConfig(tuple(sorted((dict(self.base.kernels.partitions) | kernels).items())),
+                                     tuple(sorted((dict(self.base.kernels.fusion) | fusion).items())))
+        if self.kind in KERNEL_SPACES:
+            return CompileConfig(self.base.flags, self.base.layout, kernel_config)
         flags = FlagConfig(tuple(sorted(options.items())), tuple(sorted(passes)))
-        return CompileConfig(flags, LayoutConfig.from_dict(layouts),
-                             KernelConfig(tuple(sorted(kernels.items())), tuple(sorted(fusion.items()))))
+        return CompileConfig(flags, LayoutConfig.from_dict(layouts), kernel_config)
 
     def genome(self, config: CompileConfig) -> Genome:
-        """The genome of a config; HlotuneError if the config sets something outside the space."""
-        genome: Genome = {}
-        for name, value in config.flags.options:
-            genome[name] = value
-        for name in config.flags.disabled_passes:
-            genome[_PASS + name] = True
-        for site, dims in config.layout.layouts:
-            genome[_SITE + site] = dims
-        for key, parts in config.kernels.partitions:
-            genome[_KERNEL + key] = parts
-        for key, decision in config.kernels.fusion:
-            genome[_FUSION + key] = decision
+        """The genome of a config; HlotuneError if the config sets something outside the space
+        (for a kernel space: anything but kernels that its base does not set)."""
+        if (config.flags, config.layout) != (self.base.flags, self.base.layout) and self.kind in KERNEL_SPACES:
+            raise HlotuneError(f"the {self.kind} space keeps its base's flags and layouts; this config changes them")
         names = {gene.name for gene in self.genes}
+        base = _choices(self.base)
+        genome = {name: value for name, value in _choices(config).items()
+                  if name in names or base.get(name, _UNSET) != value}
         outside = [name for name in genome if name not in names]
         if outside:
             why = " (it changes numerics: allow_numerics_change)" if outside[0] in NUMERICS_CHANGING else ""
@@ -196,7 +203,7 @@ class SearchSpace:
     def levels(self, depth: int) -> list[list[CompileConfig]]:
         """Distinct non-default configs, by how many genes differ from the default (1 to
         `depth`); `count_within(depth)` says how many genomes that enumerates."""
-        seen = {DEFAULT_CONFIG}
+        seen = {DEFAULT_CONFIG, self.config({})}
         levels: list[list[CompileConfig]] = []
         for k in range(1, depth + 1):
             level = []
@@ -208,3 +215,16 @@ class SearchSpace:
                         level.append(config)
             levels.append(level)
         return levels
+
+
+_UNSET = object()
+
+
+def _choices(config: CompileConfig) -> Genome:
+    """Every choice `config` makes, by gene name."""
+    genome: Genome = dict(config.flags.options)
+    genome |= {_PASS + name: True for name in config.flags.disabled_passes}
+    genome |= {_SITE + site: dims for site, dims in config.layout.layouts}
+    genome |= {_KERNEL + key: parts for key, parts in config.kernels.partitions}
+    genome |= {_FUSION + key: decision for key, decision in config.kernels.fusion}
+    return genome

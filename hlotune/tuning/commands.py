@@ -45,7 +45,9 @@ def add_commands(subparsers) -> None:
     tune = subparsers.add_parser(
         "tune",
         help="autotune a program's XLA flags and layouts on this machine",
-        description="Search PROGRAM's XLA configurations (flags, per-tensor layouts or both), "
+        description="Search PROGRAM's XLA configurations (flags, per-tensor layouts, each "
+        "kernel's partitions or XLA's fusions; all: flags and layouts, then the kernels of the "
+        "best so far, then their fusion), "
         "measuring candidates in batches beside the default, and report the best. A config is "
         "chosen only if, re-measured beside the default, it beats it by more than the noise "
         "floor, and its speedup is measured once more after choosing it. Every measurement "
@@ -53,7 +55,10 @@ def add_commands(subparsers) -> None:
     )
     tune.add_argument("program", metavar="PROGRAM", help="zoo:, corpus: or go:NAME[@VARIANT], "
                       "path/to/file.py:FACTORY or export:PATH")
-    tune.add_argument("--space", choices=SPACES, default="flags")
+    tune.add_argument("--space", choices=SPACES, default="flags",
+                      help="what to search (default flags); all searches flags x layouts, then "
+                      "spends an eighth of the budget each on the tile and the fusion space of "
+                      "the best config so far (docs/tuning.md)")
     tune.add_argument("--budget", type=int, default=32, metavar="N",
                       help="configs to evaluate, the default included (default 32)")
     tune.add_argument("--time", type=float, metavar="T",
@@ -151,7 +156,8 @@ def run_tune(args: argparse.Namespace) -> int:
               f"({result.screen_s:.1f} s compiling)")
     print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
     if not result.kept_default:
-        export = "xla_flags" if not result.best_config.layout.layouts else "json"
+        only_flags = result.best_config.layout.is_default and result.best_config.kernels.is_default
+        export = "xla_flags" if only_flags else "json"
         database = f" --db {args.db}" if args.db else ""
         print(f"  use it        hlotune db export {result.program} --format {export}{database}"
               "   (Python: hlotune.tune(...).compiled())")

@@ -485,7 +485,7 @@ class TuningDatabase(Database):
                     "--allow-numerics-change)" if config.flags.changes_numerics else "")
         if fmt == "json":
             return Export(json.dumps(self._export_json(best), indent=1), numerics)
-        sites, kernels = len(config.layout.layouts), len(config.kernels.partitions)
+        sites, kernels = len(config.layout.layouts), len(config.kernels.partitions) + len(config.kernels.fusion)
         parts = [f"{sites} tensor layout(s)"] * bool(sites) + [f"{kernels} kernel option(s)"] * bool(kernels)
         unsaid = (
             f"the tuned config also sets {' and '.join(parts)}, which XLA options cannot "

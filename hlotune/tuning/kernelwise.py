@@ -64,6 +64,7 @@ class Kernelwise(Strategy):
     config of each kernel's fastest measured candidate; then nothing more to ask."""
 
     name = "kernelwise"
+    profiles = True
 
     def __init__(self, space: SearchSpace, candidates: Sequence[KernelCandidates], per_kernel: int = 2) -> None:
         super().__init__()

@@ -47,6 +47,7 @@ class Strategy(ABC):
     """Asks for configs it has not asked before and learns from the costs told back."""
 
     name: str
+    profiles = False  # whether its configs must be measured with each kernel's time (Trial.kernel_costs)
 
     def __init__(self) -> None:
         self.costs: dict[CompileConfig, float] = {}  # told, in order

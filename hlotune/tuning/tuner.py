@@ -48,7 +48,7 @@ from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import BatchResult, MeasureSettings
-from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace
+from hlotune.compiler.space import KERNEL_SPACES, PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.compiler.kernel_program import load_kernel_program_model
@@ -63,6 +63,7 @@ from hlotune.tuning.kernelwise import Kernelwise, rank_candidates
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.online import OnlineCostModel
 from hlotune.tuning.options import TuneOptions
+from hlotune.tuning.staged import Stage, Staged
 from hlotune.tuning.transfer import TRANSFER, load_transfer
 from hlotune.tuning.strategies import (
     Chain,
@@ -164,7 +165,7 @@ def tune(
     model = options.ranking_model
     scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
     layouts = LayoutSpace(loaded) if options.space != "flags" or scored else None
-    module = program_module(layouts) if options.space in ("tile", "fusion") else None
+    module = program_module(layouts) if options.space in KERNEL_SPACES else None
     search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change,
                                kernels=None if module is None else kernels_of(module),
                                fusion=fusion_choices(module) if options.space == "fusion" else None)
@@ -172,7 +173,7 @@ def tune(
         prior = cost_model = None
         search = _kernelwise(options, search_space, module)
     else:
-        prior = _prior(options, layouts, module, Screening(program, db_path, fingerprint, _settings(options)))
+        prior = _prior(options, layouts, module, Screening(program, db_path, fingerprint, options.settings))
         cost_model = OnlineCostModel(prior) if options.learns_online else prior
         search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
     extra = [UpdateCostModel(1)] if options.learns_online else []
@@ -182,8 +183,10 @@ def tune(
     with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
         if options.warm_start and not isinstance(options.strategy, Strategy):
             search = _warm_started(search, search_space, db.winners(fingerprint)[:options.warm_start])
+        if options.space == "all" and not isinstance(options.strategy, Strategy):
+            search = kernel_stages(search, options, layouts, started)
         tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
-                      callbacks=[*extra, *callbacks], settings=_settings(options),
+                      callbacks=[*extra, *callbacks], settings=options.settings,
                       fingerprint=fingerprint)
         deadline = None if options.time_s is None else started + options.time_s
         try:
@@ -207,7 +210,7 @@ class Screening:
     settings: MeasureSettings
 
 
-TILE_PROFILE_RUNS = 10  # profiled calls per config and round in the tile space
+KERNEL_PROFILE_RUNS = 10  # profiled calls per config and round, for a search that reads kernel times
 
 
 def _prior(options: TuneOptions, layouts: LayoutSpace | None, module: str | None,
@@ -238,12 +241,42 @@ def _kernelwise(options: TuneOptions, space: SearchSpace, module: str) -> Kernel
     return Kernelwise(space, candidates, per_kernel)
 
 
-def _settings(options: TuneOptions) -> MeasureSettings:
-    """The measurement settings; in the tile space each config is profiled too (kernels are
-    what it tunes), unless the settings profile already."""
-    if options.space != "tile" or options.settings.profile_runs:
-        return options.settings
-    return replace(options.settings, profile_runs=TILE_PROFILE_RUNS)
+def kernel_stages(search: Strategy, options: TuneOptions, layouts: LayoutSpace, started: float) -> Staged:
+    """The "all" space's search (staged.py): `search` over flags and layouts, then the tile
+    space's and the fusion space's searches on the kernels of the best config so far, an eighth
+    of the budget each (what the tile search, `per_kernel` rounds and their combination, leaves
+    goes to fusion). With only a time budget, the shares are of the seconds left."""
+    if options.budget is not None:
+        kernels = options.budget // 8
+        shares = [(options.budget - 2 * kernels, None), (kernels, None), (kernels, None)]
+    else:
+        left = options.time_s - (time.monotonic() - started)
+        shares = [(None, 0.75 * left), (None, 0.125 * left), (None, 0.125 * left)]
+    builders = (lambda base: search, lambda base: _tile_stage(options, layouts, base),
+                lambda base: _fusion_stage(options, layouts, base))
+    return Staged([Stage(name, configs, seconds, build)
+                   for name, (configs, seconds), build in zip((search.name, "tile", "fusion"), shares, builders)])
+
+
+def _tile_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig) -> Strategy | None:
+    """XTAT's kernel-by-kernel search on the kernels XLA makes under `base`; None if none is tunable."""
+    module = program_module(layouts, base)
+    try:
+        space = SearchSpace("tile", layouts, kernels=kernels_of(module), base=base)
+    except HlotuneError:  # no kernel whose partitions XLA lets us choose
+        return None
+    return _kernelwise(options, space, module)
+
+
+def _fusion_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig) -> Strategy | None:
+    """Every single fusion decision on `base`'s module, the module roofline's favourites first;
+    None if XLA made no fusion to split or merge."""
+    module = program_module(layouts, base)
+    choices = fusion_choices(module)
+    if not choices:
+        return None
+    space = SearchSpace("fusion", layouts, fusion=choices, base=base)
+    return Exhaustive(space.levels(1)[0], None if options.ranking_model is None else ModuleRoofline(module))
 
 
 def _is_transfer(model: str | Scorer) -> bool:
@@ -364,7 +397,10 @@ class Tuner:
         return [Trial(config, records[config].cost, records[config].kernel_costs) for config in configs]
 
     def _measure(self, configs: list[CompileConfig]) -> list[BatchResult]:
-        results = self.runner.measure(self.program.name, configs, self.settings)
+        settings = self.settings
+        if self.strategy.profiles and not settings.profile_runs:  # it reads each kernel's time
+            settings = replace(settings, profile_runs=KERNEL_PROFILE_RUNS)
+        results = self.runner.measure(self.program.name, configs, settings)
         for result in results:
             first = self.default_ns is None
             self.database.record_batch(self.fingerprint, result, with_default=first)

@@ -13,7 +13,7 @@ import pytest
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.hook import compile_config, compile_with_pass
 from hlotune.compiler.kernel_config import KernelConfig
-from hlotune.compiler.kernel_profile import _Event, exclusive, profile_kernels, summarize
+from hlotune.compiler.kernel_profile import _Event, exclusive, profile_kernels, run_spans, summarize
 from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.measure import MeasureSettings, measure
 from hlotune.errors import HlotuneError
@@ -109,12 +109,19 @@ def test_exclusive_time_takes_nested_kernels_out_of_their_parent():
     assert profile.kernel_ns["body"] == pytest.approx((60 + 50) / 2)
 
 
+def test_a_runs_span_is_its_first_kernels_start_to_its_last_kernels_end_on_any_thread():
+    events = [_Event("while.1", 7, 0, 100), _Event("body", 7, 10, 40), _Event("after", 7, 105, 110),
+              _Event("worker", 7, 20, 130), _Event("body", 8, 200, 250)]
+    assert run_spans(events) == {7: 130, 8: 50}
+
+
 def test_a_real_profile_counts_loop_iterations_and_sums_near_the_run():
     compiled = jax.jit(_looped).lower(*ARGS).compile()
     profile = profile_kernels(compiled, list(ARGS), runs=5)
     body = [k.name for k in kernels_of(compiled.as_text()) if "while/body" in " ".join(k.op_names)]
     assert body and all(profile.calls[name] == 3 for name in body)
     assert profile.runs == 5 and all(ns > 0 for ns in profile.kernel_ns.values())
+    assert 0 < profile.sum_ns <= profile.span_ns * 2  # one thread's kernels fit in their run (2 cores)
 
 
 def test_measure_profiles_apart_from_its_timed_rounds():
@@ -145,7 +152,7 @@ def test_hlotune_profile_prints_each_kernels_time_and_share(cli):
     result = cli("profile", "zoo:mlp@tiny", "--json", "--runs", "3")
     assert result.returncode == 0, result.stderr
     profile = json.loads(result.stdout)
-    assert profile["wall_ms"] > 0 and profile["kernels"]
+    assert profile["wall_ms"] > 0 and profile["span_ms"] > 0 and profile["kernels"]
     assert {"name", "ms", "share", "key", "calls"} <= set(profile["kernels"][0])
     assert sum(k["share"] for k in profile["kernels"]) == pytest.approx(1.0)
     bad = cli("profile", "zoo:mlp@tiny", "--config", '{"kernels": {"x#1": {"outer_dimension_partitions": [2]}}}')

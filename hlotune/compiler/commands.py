@@ -24,7 +24,7 @@ def add_commands(commands) -> None:
     profile.add_argument("--runs", type=int, default=10, help="profiled runs (default 10)")
     profile.add_argument("--top", type=int, default=20, help="kernels listed (default 20; --json lists all)")
     profile.add_argument("--json", action="store_true",
-                         help="one object: wall_ms, kernels_ms and kernels (name, key, ms, share, ...)")
+                         help="one object: wall_ms, kernels_ms, span_ms and kernels (name, key, ms, share, ...)")
     profile.set_defaults(run=run_profile)
 
 

@@ -9,7 +9,10 @@ XLA:CPU's profile holds one event per kernel (thunk) per execution, with the sta
   events in that run, and `calls` says how many there were;
 - threads: independent kernels may overlap on the runtime's worker threads, so the kernels'
   sum can exceed the run's wall time; `KernelProfile.sum_ns` is reported beside it, not forced
-  to agree.
+  to agree;
+- gaps: between one kernel's end and the next one's start the runtime dispatches, so a run's
+  span in the trace (its first kernel's start to its last kernel's end, `span_ns`) is what the
+  kernels' sum is set against to see how much of a run they fill.
 Profiled runs are separate from the timed ones (measure.py): the profiler's overhead never
 enters a program's runtime.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 import statistics
 import tempfile
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,7 @@ class KernelProfile:
     runs: int
     kernel_ns: dict[str, float]
     calls: dict[str, int]
+    span_ns: float = 0.0  # a run's first kernel start to its last kernel end, the median run
 
     @property
     def sum_ns(self) -> float:
@@ -64,20 +68,32 @@ def profile_kernels(executable: Any, args: list, runs: int = 5) -> KernelProfile
         if not planes:
             raise HlotuneError("jax.profiler wrote no trace (is another profiler session running?)")
         data = jax.profiler.ProfileData.from_file(str(planes[0]))
-        events = [event for plane in data.planes for line in plane.lines
-                  for event in _kernel_events(line.events, module)]
-    return summarize(module, events)
+        threads = [_kernel_events(line.events, module) for plane in data.planes for line in plane.lines]
+    profile = summarize(module, [event for thread in threads for event in exclusive(thread)])
+    spans = run_spans([event for thread in threads for event in thread])
+    return replace(profile, span_ns=statistics.median(spans.values()))
 
 
 def _kernel_events(line_events, module: str) -> list[_Event]:
-    """The kernel events of one thread of the trace, with each parent's nested time removed."""
+    """The kernel events of one thread of the trace, as they are (parents span their bodies)."""
     events = []
     for event in line_events:
         stats = dict(event.stats)
         if stats.get("hlo_module") == module and "hlo_op" in stats:
             events.append(_Event(str(stats["hlo_op"]), int(stats.get("run_id", 0)),
                                  float(event.start_ns), float(event.end_ns)))
-    return exclusive(events)
+    return events
+
+
+def run_spans(events: list[_Event]) -> dict[int, float]:
+    """Each run's span in the trace: its first kernel's start to its last kernel's end, on any
+    thread (the events as recorded, parents whole)."""
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    for event in events:
+        first[event.run] = min(first.get(event.run, event.start), event.start)
+        last[event.run] = max(last.get(event.run, event.end), event.end)
+    return {run: last[run] - first[run] for run in first}
 
 
 def exclusive(events: list[_Event]) -> list[_Event]:

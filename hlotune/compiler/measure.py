@@ -86,10 +86,12 @@ class Measurement:
     max_rel_error: float = 0.0
     call_ns: int = 0  # one call, timed at warm-up
     converged: bool | None = None  # its median met the noise target (None: no target)
-    # With profile_runs: each kernel's median ns per run and its events per run, the compiled
+    # With profile_runs: each kernel's median ns per run and its events per run, a profiled
+    # run's span from its first kernel's start to its last kernel's end (median), the compiled
     # module's text (kernels.kernels_of reads it), or why profiling failed.
     kernel_ns: dict[str, float] = field(default_factory=dict)
     kernel_calls: dict[str, int] = field(default_factory=dict)
+    kernel_span_ns: float = 0.0
     hlo: str = ""
     profile_error: str = ""
 
@@ -279,16 +281,18 @@ def _compile(session: _Session, id: str, config: CompileConfig, result: Measurem
 def _profile_rounds(session: _Session, results: dict[str, Measurement], rng: random.Random, settings) -> None:
     """Each live config (the default's replicas too: the kernels' noise) profiled in
     interleaved rounds; each kernel's time is its median over the rounds."""
-    per_round: dict[str, list[dict[str, float]]] = {id: [] for id in results}
+    per_round: dict[str, list[dict]] = {id: [] for id in results}
     for _ in range(settings.profile_rounds):
         order = [id for id, m in results.items() if m.ok and not m.profile_error]
         rng.shuffle(order)
         for id in order:
             _profile(session, id, results[id], settings.profile_runs, per_round[id])
-    for id, rounds in per_round.items():
-        if rounds and not results[id].profile_error:
+    for id, replies in per_round.items():
+        if replies and not results[id].profile_error:
+            rounds = [reply["kernel_ns"] for reply in replies]
             names = set().union(*rounds)
             results[id].kernel_ns = {n: float(np.median([r[n] for r in rounds if n in r])) for n in sorted(names)}
+            results[id].kernel_span_ns = float(np.median([reply["span_ns"] for reply in replies]))
 
 
 def _profile(session: _Session, id: str, result: Measurement, runs: int, rounds: list) -> None:
@@ -304,7 +308,7 @@ def _profile(session: _Session, id: str, result: Measurement, runs: int, rounds:
     if not reply["ok"] or not text["ok"]:
         result.profile_error = reply.get("error") or text.get("error", "")
         return
-    rounds.append(reply["kernel_ns"])
+    rounds.append(reply)
     result.kernel_calls, result.hlo = reply["calls"], text["text"]
 
 

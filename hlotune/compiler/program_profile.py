@@ -34,6 +34,9 @@ class ProgramProfile:
     wall_ms: float  # the median of the timed (unprofiled) rounds
     kernels_ms: float  # the kernels' sum: above wall_ms where kernels overlap on threads
     kernels: list[KernelRow]  # heaviest first
+    # a profiled run from its first kernel's start to its last kernel's end: the kernels' sum
+    # against it is how much of a run they fill; the rest of wall_ms is dispatch and drift
+    span_ms: float = 0.0
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -64,7 +67,8 @@ def _profile(program: str, config: CompileConfig, measured: Measurement) -> Prog
     if measured.profile_error:
         raise HlotuneError(f"{program}: profiling failed: {measured.profile_error}")
     return ProgramProfile(program, config.to_dict(), measured.median_ns / 1e6,
-                          sum(measured.kernel_ns.values()) / 1e6, kernel_rows(measured))
+                          sum(measured.kernel_ns.values()) / 1e6, kernel_rows(measured),
+                          measured.kernel_span_ns / 1e6)
 
 
 def kernel_rows(measured: Measurement) -> list[KernelRow]:
@@ -102,7 +106,9 @@ def headline(profile: ProgramProfile) -> str:
     """The run's time against the kernels' sum: how much of a run the table accounts for."""
     return (f"{profile.wall_ms:.3f} ms a run (timed rounds); kernels sum to "
             f"{profile.kernels_ms:.3f} ms ({profile.kernels_ms / profile.wall_ms:.0%} of the run; "
-            "above 100% where kernels overlap on threads)")
+            "above 100% where kernels overlap on threads), "
+            f"{profile.kernels_ms / profile.span_ms:.0%} of a profiled run's "
+            f"{profile.span_ms:.3f} ms from its first kernel to its last")
 
 
 def short_ops(row: KernelRow, limit: int = 4) -> str:

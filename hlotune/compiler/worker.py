@@ -103,7 +103,7 @@ class Worker:
             profile_kernels(executable, args, runs)
             self._profiled = True
         profile = profile_kernels(executable, args, runs)
-        return {"ok": True, "kernel_ns": profile.kernel_ns, "calls": profile.calls}
+        return {"ok": True, "kernel_ns": profile.kernel_ns, "calls": profile.calls, "span_ns": profile.span_ns}
 
     def hlo(self, id: str) -> dict:
         return {"ok": True, "text": self._compiled[id][0].as_text()}

@@ -17,8 +17,15 @@ leave the measured runtimes alone?
    spread between the unprofiled batches shows how much), so the ratio is the median over
    seeds of each pair's profiled / unprofiled: two batches back to back.
 
+3. Coverage over the built-in dataset, measuring nothing: every program with committed kernel
+   labels (collect/kernel_labels.py), each of its configs' thunks summed (control flow
+   included) against the runtime the collection measured for that config; a program's ratio is
+   the median over its configs, and the goal is read off the median program. Five programs
+   chosen by hand are a small sample; the edition's are the programs hlotune ships.
+
     python benchmarks/kernel_profile_bench.py                                  # the default programs
     python benchmarks/kernel_profile_bench.py --programs zoo:mlp@small zoo:gpt@tiny --seeds 2 --out bench.json
+    python benchmarks/kernel_profile_bench.py --labels-only                    # 3. alone, in seconds
 """
 
 from __future__ import annotations
@@ -32,8 +39,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
+
+from hlotune.compiler.kernel_labels import LABELS, ProgramKernels  # noqa: E402
 from hlotune.compiler.measure import MeasureSettings, Measurer  # noqa: E402
 from hlotune.compiler.program_profile import profile_program  # noqa: E402
+from hlotune.data.builtin import ROOT  # noqa: E402
+from hlotune.data.npz import read_sample  # noqa: E402
 
 PROGRAMS = ("zoo:vit@small", "zoo:mlp@small", "zoo:cnn@small", "zoo:gpt@tiny", "corpus:hf-bert@tiny")
 GOAL = 0.15  # the kernels' sum within this of the wall time, on the median program
@@ -94,18 +106,25 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=4, help="pairs of batches for the overhead")
     parser.add_argument("--out", type=Path, help="write the results as JSON")
     parser.add_argument("--json", action="store_true", help="print the results as JSON last")
+    parser.add_argument("--labels-only", action="store_true",
+                        help="only the built-in programs' coverage from their kernel labels")
     args = parser.parse_args()
     settings = MeasureSettings(rounds=args.rounds)
-    coverage = [_coverage(program, args.runs, settings) for program in args.programs]
-    overhead = [_overhead(program, args.runs, args.seeds, settings) for program in args.programs]
-    _print_coverage(coverage)
-    _print_overhead(overhead)
+    programs = [] if args.labels_only else args.programs
+    coverage = [_coverage(program, args.runs, settings) for program in programs]
+    overhead = [_overhead(program, args.runs, args.seeds, settings) for program in programs]
+    labelled = _label_coverage(ROOT)
+    if programs:
+        _print_coverage(coverage)
+        _print_overhead(overhead)
+    _print_label_coverage(labelled)
     results = {"settings": vars(args) | {"out": args.out and str(args.out)},
                "coverage": [asdict(c) | {"ratio": c.ratio, "filled": c.filled} for c in coverage],
                "overhead": [asdict(o) | {"ratio": o.ratio, "noise_floor": o.noise_floor,
                                          "batch_spread": o.batch_spread, "within_noise": o.within_noise,
                                          "pair_ratios": o.pair_ratios}
-                            for o in overhead]}
+                            for o in overhead],
+               "labels": labelled}
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
     if args.json:
@@ -129,6 +148,34 @@ def _overhead(program: str, runs: int, seeds: int, settings: MeasureSettings) ->
                 medians[profile_runs].append(batch.default_ns / 1e6)
                 floors.append(batch.noise_floor)
     return Overhead(program, medians[0], medians[runs], floors)
+
+
+def _label_coverage(root: Path) -> list[dict]:
+    """Per labelled program: the median over its configs of the thunks' sum over the collected
+    runtime, and the default's runtime."""
+    rows = []
+    for path in sorted((root / LABELS).glob("*/*/*.npz")):
+        space, split = path.parent.parent.name, path.parent.name
+        labels = ProgramKernels.load(path)
+        runtimes = read_sample(root / space / split / path.name).configs.config_runtime[labels.rows]
+        sums = np.nansum(labels.ns, axis=1) + labels.other_ns
+        rows.append({"space": space, "split": split, "program": path.stem, "configs": len(labels.rows),
+                     "default_ms": float(runtimes[0]) / 1e6, "ratio": float(np.median(sums / runtimes))})
+    return rows
+
+
+def _print_label_coverage(rows: list[dict]) -> None:
+    print("| space | programs | sum / wall: median program | 10th-90th percentile | programs within 15% "
+          "| median, programs under 1 ms | median, programs of 1 ms and more |")
+    print("|---|---:|---:|---|---:|---:|---:|")
+    for space in sorted({row["space"] for row in rows}):
+        ratios = np.array([r["ratio"] for r in rows if r["space"] == space])
+        small = [r["ratio"] for r in rows if r["space"] == space and r["default_ms"] < 1]
+        large = [r["ratio"] for r in rows if r["space"] == space and r["default_ms"] >= 1]
+        low, high = np.percentile(ratios, [10, 90])
+        print(f"| {space} | {len(ratios)} | {np.median(ratios):.2f} | {low:.2f}-{high:.2f} | "
+              f"{np.mean(abs(ratios - 1) <= GOAL):.0%} | {np.median(small):.2f} ({len(small)}) | "
+              f"{np.median(large):.2f} ({len(large)}) |")
 
 
 def _print_coverage(rows: list[Coverage]) -> None:

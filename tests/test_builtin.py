@@ -6,7 +6,7 @@ import pytest
 
 from conftest import skip_for_missing_data
 from hlotune.collect.builtin import SAMPLES
-from hlotune.data.builtin import EDITION, ROOT, SPLITS, resolve
+from hlotune.data.builtin import EDITION, ROOT, SPLITS, TILE_EDITION, resolve
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
 
@@ -46,6 +46,19 @@ def test_a_slow_family_waits_with_its_later_variants_until_the_quick_ones_are_al
     first, *later = [f"{slow}@{variant}" for variant in EDITION.variants_of(slow)]
     assert order.index(first) < sum(map(len, EDITION.splits.values()))  # still in the first round
     assert order[-len(later):] == later
+
+
+def test_the_tile_collection_goes_on_past_the_editions_programs_with_its_own_variants():
+    from hlotune.programs.corpus import CORPUS
+    from hlotune.programs.variants import resolve_workload
+    from hlotune.zoo import WORKLOADS
+
+    edition, order = EDITION.order(), TILE_EDITION.order()
+    assert order[: len(edition)] == edition and len(order) > len(edition)
+    assert TILE_EDITION.splits == EDITION.splits  # the same families in the same splits
+    for _, spec in order[len(edition):]:  # every added variant names a program that exists
+        prefix = spec.partition(":")[0] + ":"
+        assert resolve_workload(spec, prefix, WORKLOADS if prefix == "zoo:" else CORPUS, "program").name == spec
 
 
 @pytest.mark.parametrize("split", list(SPLITS))

@@ -21,8 +21,9 @@ import numpy as np
 from hlotune.collect.collector import CollectSettings, collect
 from hlotune.collect.tile_files import TileSummary, write_tile_files
 from hlotune.collect.tiles import TileSettings, collect_tiles
-from hlotune.data.builtin import EDITION, Edition
+from hlotune.data.builtin import EDITION, TILE_EDITION, TILE_VARIANTS, Edition
 from hlotune.data.npz import read_sample
+from hlotune.errors import HlotuneError
 
 SAMPLES, SEED, BATCH = 30, 0, 16
 SPACES = ("flags", "layout")
@@ -47,22 +48,27 @@ def build(edition: Edition, minutes: float | None = None) -> None:
 
 
 def build_tiles(edition: Edition, minutes: float | None = None) -> None:
-    """The tile collection, program by program in the edition's order, each split's files and
-    the data card rewritten after each program."""
+    """The tile collection, program by program in `edition`'s order (TILE_EDITION: the
+    edition's programs, then the tile collection's own variants), each split's files and the
+    data card rewritten after each program."""
     deadline = None if minutes is None else time.monotonic() + 60 * minutes
     for split, spec in edition.order(family_seconds(edition)):
         if deadline is not None and time.monotonic() > deadline:
             print(f"stopped after {minutes:g} minutes; run again to go on", flush=True)
             break
         folder = edition.root / "tile" / split
-        result = collect_tiles(spec, TILE_SETTINGS, folder, progress=False)
+        try:
+            result = collect_tiles(spec, TILE_SETTINGS, folder, progress=False)
+        except HlotuneError as error:  # one program that cannot be measured stops no other
+            print(f"tile/{split} {spec}: skipped: {error}", flush=True)
+            continue
         if result.resumed and not result.samples:
             continue
         summary = write_tile_files(folder)
         print(f"tile/{split} {spec}: {result.kernels} kernels ({result.new_kernels} new), "
               f"{result.samples} samples, {result.failed} failed configs, {result.seconds:.0f} s; "
               f"split: {summary.kernels} kernels, {summary.samples} samples", flush=True)
-        write_datacard(edition)
+        write_datacard(EDITION)
 
 
 def family_seconds(edition: Edition) -> dict[str, float]:
@@ -148,6 +154,8 @@ def _tile_section(edition: Edition) -> list[str]:
     return [
         f"## tile: {total.kernels} kernels, {total.samples} kernel-config samples, from {total.programs} programs",
         "",
+        "Programs: the edition's, then variants of the tile collection's own: "
+        + "; ".join(f"{k}: {', '.join(v)}" for k, v in TILE_VARIANTS.items()) + ".",
         f"Measured by `python -m hlotune.collect.builtin --tile` (collect/tiles.py): per program "
         f"{settings.configs} configs, each giving every tunable kernel its own outer-dimension "
         f"partitions (balanced draws), {settings.profile_runs} profiled runs each; a sample is a "
@@ -180,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-t", "--minutes", type=float, help="start no program after this long")
     parser.add_argument("--tile", action="store_true", help="the tile collection (kernels), not flags and layout")
     args = parser.parse_args(argv)
-    (build_tiles if args.tile else build)(EDITION, args.minutes)
+    if args.tile:
+        build_tiles(TILE_EDITION, args.minutes)
+    else:
+        build(EDITION, args.minutes)
     return 0
 
 

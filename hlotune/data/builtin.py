@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from hlotune.errors import HlotuneError
@@ -80,6 +80,14 @@ EDITION = Edition(  # the second: the first had 48 programs of the 12 zoo famili
               "corpus:mjx-bodies": ("tiny", "small", "base", "tiny-b8")},
     configs=48, noise_target=0.02,
 )
+# The tile collection labels kernels, and the edition's small programs share most of theirs
+# (about 9 distinct kernels a program), so it goes on past the edition's programs with variants
+# of its own, after all of those: the large size, whose kernels are where partitions matter
+# (most kernels under 10 us run fastest on one thread), and the small size's backward pass and
+# bf16 (or larger batches, for the families without them).
+TILE_VARIANTS = {"zoo": ("base", "small-train", "small-b32"), "corpus": ("base", "small-train", "small-bf16"),
+                 "corpus:jaxmd-lj": ("small-b4", "base-b4"), "corpus:mjx-bodies": ("small-b32", "base-b8")}
+TILE_EDITION = replace(EDITION, variants={key: variants + TILE_VARIANTS[key] for key, variants in EDITION.variants.items()})
 ROOT = EDITION.root
 # the families of each split as files and `hlotune inspect` name them: without the source
 SPLITS = {split: tuple(f.partition(":")[2] for f in families) for split, families in EDITION.splits.items()}

@@ -107,3 +107,15 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
     assert {(r.config.flags, r.config.layout) for r in fusions} <= flags
     again = tune("zoo:transformer@tiny", **arguments)
     assert again.measurements == 0 and again.best_config == result.best_config
+
+
+def test_without_kernel_stages_all_searches_flags_and_layouts_alone(tmp_path):
+    from hlotune.compiler.measure import MeasureSettings
+    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.tuner import tune
+
+    result = tune("zoo:mlp@tiny", space="all", budget=8, batch=4, kernel_stages=False, progress=False,
+                  db_path=tmp_path / "db.sqlite", settings=MeasureSettings(rounds=2, repeats=2))
+    assert result.strategy == "evolutionary"
+    with TuningDatabase(tmp_path / "db.sqlite") as db:
+        assert all(r.config.kernels.is_default for r in db.records(result.fingerprint))

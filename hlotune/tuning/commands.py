@@ -76,6 +76,9 @@ def add_commands(subparsers) -> None:
                       "fusion space any model but none ranks by the module's roofline")
     tune.add_argument("--per-kernel", type=int, default=2, metavar="K",
                       help="tile space: measure each kernel's K favourite partitions (default 2)")
+    tune.add_argument("--no-kernel-stages", dest="kernel_stages", action="store_false",
+                      help="all space: search flags x layouts alone, not then the best config's "
+                      "kernels and fusions")
     tune.add_argument("--fine-tune-every", type=int, metavar="N",
                       help="fine-tune the model on this program's measurements every N configs")
     tune.add_argument("--batch", type=int, default=8, metavar="B", help="configs measured together")
@@ -173,7 +176,7 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
         space=args.space, budget=args.budget, time_s=args.time, strategy=args.strategy,
         model=None if args.model == "none" else args.model, fine_tune_every=args.fine_tune_every,
         online=args.online, warm_start=args.warm_start, batch=args.batch, seed=args.seed,
-        per_kernel=args.per_kernel,
+        per_kernel=args.per_kernel, kernel_stages=args.kernel_stages,
         allow_numerics_change=args.allow_numerics_change,
         settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
     )

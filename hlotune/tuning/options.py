@@ -48,6 +48,9 @@ class TuneOptions:
     batch: int = 8  # configs measured together
     # tile, ranked: candidates measured per kernel, the model's favourites (without a model, all)
     per_kernel: int = 2
+    # all: after flags x layouts, the tile and fusion searches on the best config's kernels
+    # (tuning/staged.py); False: flags x layouts alone
+    kernel_stages: bool = True
     seed: int = 0
     allow_numerics_change: bool = False  # also search options that change results by design
     settings: MeasureSettings = MeasureSettings()

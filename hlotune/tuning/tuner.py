@@ -53,6 +53,7 @@ from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.compiler.kernel_program import load_kernel_program_model
 from hlotune.programs import Program, load_program
+from hlotune.progress import note
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
@@ -183,8 +184,8 @@ def tune(
     with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
         if options.warm_start and not isinstance(options.strategy, Strategy):
             search = _warm_started(search, search_space, db.winners(fingerprint)[:options.warm_start])
-        if options.space == "all" and not isinstance(options.strategy, Strategy):
-            search = kernel_stages(search, options, layouts, started)
+        if options.space == "all" and options.kernel_stages and not isinstance(options.strategy, Strategy):
+            search = kernel_stages(search, options, layouts, started, show=progress)
         tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
                       callbacks=[*extra, *callbacks], settings=options.settings,
                       fingerprint=fingerprint)
@@ -241,40 +242,46 @@ def _kernelwise(options: TuneOptions, space: SearchSpace, module: str) -> Kernel
     return Kernelwise(space, candidates, per_kernel)
 
 
-def kernel_stages(search: Strategy, options: TuneOptions, layouts: LayoutSpace, started: float) -> Staged:
+def kernel_stages(search: Strategy, options: TuneOptions, layouts: LayoutSpace, started: float,
+                  show: bool = False) -> Staged:
     """The "all" space's search (staged.py): `search` over flags and layouts, then the tile
     space's and the fusion space's searches on the kernels of the best config so far, an eighth
     of the budget each (what the tile search, `per_kernel` rounds and their combination, leaves
-    goes to fusion). With only a time budget, the shares are of the seconds left."""
+    goes to fusion). With only a time budget, the shares are of the seconds left. `show` notes
+    each kernel stage as it begins."""
     if options.budget is not None:
         kernels = options.budget // 8
         shares = [(options.budget - 2 * kernels, None), (kernels, None), (kernels, None)]
     else:
         left = options.time_s - (time.monotonic() - started)
         shares = [(None, 0.75 * left), (None, 0.125 * left), (None, 0.125 * left)]
-    builders = (lambda base: search, lambda base: _tile_stage(options, layouts, base),
-                lambda base: _fusion_stage(options, layouts, base))
+    builders = (lambda base: search, lambda base: _tile_stage(options, layouts, base, show),
+                lambda base: _fusion_stage(options, layouts, base, show))
     return Staged([Stage(name, configs, seconds, build)
                    for name, (configs, seconds), build in zip((search.name, "tile", "fusion"), shares, builders)])
 
 
-def _tile_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig) -> Strategy | None:
+def _tile_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig, show: bool) -> Strategy | None:
     """XTAT's kernel-by-kernel search on the kernels XLA makes under `base`; None if none is tunable."""
     module = program_module(layouts, base)
     try:
         space = SearchSpace("tile", layouts, kernels=kernels_of(module), base=base)
     except HlotuneError:  # no kernel whose partitions XLA lets us choose
         return None
+    note(f"{layouts.program.name}: tile stage, the partitions of {len(space.genes)} kernels of the best "
+         "config so far", show=show)
     return _kernelwise(options, space, module)
 
 
-def _fusion_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig) -> Strategy | None:
+def _fusion_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig, show: bool) -> Strategy | None:
     """Every single fusion decision on `base`'s module, the module roofline's favourites first;
     None if XLA made no fusion to split or merge."""
     module = program_module(layouts, base)
     choices = fusion_choices(module)
     if not choices:
         return None
+    note(f"{layouts.program.name}: fusion stage, {len(choices)} kernels of the best config so far to "
+         "split or merge", show=show)
     space = SearchSpace("fusion", layouts, fusion=choices, base=base)
     return Exhaustive(space.levels(1)[0], None if options.ranking_model is None else ModuleRoofline(module))
 

@@ -17,7 +17,7 @@ from hlotune.programs import commands as programs
 from hlotune.report import commands as report
 from hlotune.train import commands as train
 from hlotune.tuning import commands as tuning
-from hlotune.tuning import measured_fusion, measured_schedule
+from hlotune.tuning import fusion_fine_tune, measured_fusion, measured_schedule
 
 # Each stage registers its own commands; this order is `hlotune --help`'s.
 STAGES = (hlo, collect, train, evaluation, programs, opt, compiler, tuning, report)
@@ -76,7 +76,8 @@ def _parser() -> argparse.ArgumentParser:
     for stage in STAGES:
         if stage is opt:  # `opt TASK --measure` compiles for real: its handlers live above opt
             opt.add_commands(commands, measured={"schedule": measured_schedule.run,
-                                                 "fuse": measured_fusion.run})
+                                                 "fuse": measured_fusion.run,
+                                                 "train": fusion_fine_tune.run})
         else:
             stage.add_commands(commands)
     return parser

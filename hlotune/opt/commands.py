@@ -127,13 +127,15 @@ def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType(
         "robin, and write it to DIR (config.json + policy.safetensors).",
     )
     train.add_argument("--programs", nargs="+", required=True, metavar="SPEC")
-    train.add_argument("--devices", nargs="+", type=int, required=True, metavar="N")
+    train.add_argument("--devices", nargs="+", type=int, metavar="N",
+                       help="simulated machine sizes (required unless --measure)")
     train.add_argument("--tasks", nargs="+", default=["place", "schedule", "fuse"],
                        metavar="TASKS", help="task sets, each like place or place+fuse "
                        "(default: place schedule fuse, each alone)")
     train.add_argument("--out", type=Path, required=True, metavar="DIR")
-    train.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS, metavar="I",
-                       help=f"PPO iterations per problem (default {DEFAULT_ITERATIONS})")
+    train.add_argument("--iterations", type=int, metavar="I",
+                       help=f"PPO iterations per problem (default {DEFAULT_ITERATIONS}); with "
+                       "--measure, rounds over the programs (default 2)")
     train.add_argument("--architecture", default="summary", metavar="NAME",
                        help="the policy's attention: summary (default) or recurrent (GO's "
                        "segment recurrence, with a layer per task)")
@@ -141,6 +143,16 @@ def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType(
                        help="start on the smallest graphs and take in larger ones")
     train.add_argument("--seed", type=int, default=0)
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    if "train" in measured:
+        train.add_argument("--measure", action="store_true",
+                           help="fine-tune a fuse-trained policy's fusion head on MEASURED speedups "
+                           "of the programs' XLA:CPU fusions on this machine (--policy, default "
+                           "the shipped one; --iterations rounds, --samples per program and round)")
+        train.add_argument("--policy", type=policy_folder, metavar="DIR",
+                           help=f"with --measure: the policy to start from (default {PRETRAINED!r})")
+        train.add_argument("--samples", type=int, default=8, metavar="K",
+                           help="with --measure: fuse assignments measured per program and round (default 8)")
+        train.set_defaults(measured=measured["train"])
     add_quiet(train)
     train.set_defaults(run=train_policy)
 
@@ -209,6 +221,14 @@ def train_policy(args: argparse.Namespace) -> int:
     from hlotune.opt.policy import GOPolicy, PolicyConfig, task_set
     from hlotune.opt.ppo import PPOConfig, Problem, train
 
+    if getattr(args, "measure", False):
+        args.iterations = 2 if args.iterations is None else args.iterations
+        _check_counts(iterations=args.iterations, samples=args.samples)
+        return args.measured(args)
+    if not args.devices:
+        raise HlotuneError("opt train needs --devices N ..., the simulated machines' sizes "
+                           "(opt train --measure fine-tunes on this machine instead)")
+    args.iterations = DEFAULT_ITERATIONS if args.iterations is None else args.iterations
     _check_devices(args.devices)
     _check_counts(iterations=args.iterations)
     task_sets = ["+".join(task_set(text)) for text in args.tasks]

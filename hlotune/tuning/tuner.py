@@ -255,15 +255,24 @@ def kernel_stages(search: Strategy, options: TuneOptions, layouts: LayoutSpace, 
     else:
         left = options.time_s - (time.monotonic() - started)
         shares = [(None, 0.75 * left), (None, 0.125 * left), (None, 0.125 * left)]
-    builders = (lambda base: search, lambda base: _tile_stage(options, layouts, base, show),
-                lambda base: _fusion_stage(options, layouts, base, show))
+    modules: dict[tuple, str] = {}  # both kernel stages stand on the same flags and layouts
+
+    def module(base: CompileConfig) -> str:
+        key = (base.flags, base.layout)
+        if key not in modules:
+            modules[key] = program_module(layouts, base)
+        return modules[key]
+
+    builders = (lambda base: search, lambda base: _tile_stage(options, layouts, base, module(base), show),
+                lambda base: _fusion_stage(options, layouts, base, module(base), show))
     return Staged([Stage(name, configs, seconds, build)
                    for name, (configs, seconds), build in zip((search.name, "tile", "fusion"), shares, builders)])
 
 
-def _tile_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig, show: bool) -> Strategy | None:
-    """XTAT's kernel-by-kernel search on the kernels XLA makes under `base`; None if none is tunable."""
-    module = program_module(layouts, base)
+def _tile_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig, module: str,
+                show: bool) -> Strategy | None:
+    """XTAT's kernel-by-kernel search on the kernels XLA makes under `base` (`module`); None if
+    none is tunable."""
     try:
         space = SearchSpace("tile", layouts, kernels=kernels_of(module), base=base)
     except HlotuneError:  # no kernel whose partitions XLA lets us choose
@@ -273,10 +282,10 @@ def _tile_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig,
     return _kernelwise(options, space, module)
 
 
-def _fusion_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig, show: bool) -> Strategy | None:
-    """Every single fusion decision on `base`'s module, the module roofline's favourites first;
-    None if XLA made no fusion to split or merge."""
-    module = program_module(layouts, base)
+def _fusion_stage(options: TuneOptions, layouts: LayoutSpace, base: CompileConfig, module: str,
+                  show: bool) -> Strategy | None:
+    """Every single fusion decision on `base`'s `module`, the module roofline's favourites
+    first; None if XLA made no fusion to split or merge."""
     choices = fusion_choices(module)
     if not choices:
         return None

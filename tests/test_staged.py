@@ -54,6 +54,25 @@ def test_what_a_stage_leaves_passes_on_and_a_stage_with_nothing_to_tune_is_skipp
     assert staged.bases == [DEFAULT_CONFIG, DEFAULT_CONFIG]
 
 
+class _Recording(Exhaustive):
+    def __init__(self, configs):
+        super().__init__(configs)
+        self.asked_for = []
+
+    def ask(self, n):
+        self.asked_for.append(n)
+        return super().ask(n)
+
+
+def test_a_stage_is_asked_for_a_whole_number_of_configs():
+    first, second = _Recording(_configs("a", 10)), _Recording(_configs("b", 10))
+    staged = Staged([Stage("first", 5, None, lambda base: first), Stage("second", 3, None, lambda base: second)])
+    while staged.ask(4):
+        pass
+    assert first.asked_for and second.asked_for
+    assert all(type(n) is int for n in first.asked_for + second.asked_for)  # range() and slices need them
+
+
 def test_a_stage_in_seconds_ends_on_the_clock():
     now = [0.0]
     staged = Staged([Stage("first", None, 10.0, lambda base: Exhaustive(_configs("a", 10))),

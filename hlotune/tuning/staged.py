@@ -62,7 +62,7 @@ class Staged(Strategy):
 
     def ask(self, n: int) -> list[CompileConfig]:
         while self._current is not None:
-            left = min(n, self._left())
+            left = int(min(n, self._left()))
             configs = [c for c in self._current.ask(left) if self._fresh(c)] if left > 0 else []
             if configs:
                 self._count += len(configs)
@@ -104,7 +104,7 @@ class Staged(Strategy):
 
 def _marks(shares) -> list[float | None]:
     """Running sums of the stages' shares (None where a stage has no share of that kind)."""
-    marks, total = [], 0.0
+    marks, total = [], 0  # configs stay whole numbers: strategies take them as counts
     for share in shares:
         if share is None:
             marks.append(None)

@@ -267,12 +267,18 @@ def train_policy(args: argparse.Namespace) -> int:
         "curve": learning_curve(logs, len(problems)),
         "train_s": time.perf_counter() - start,
     }
-    policy.save(args.out, training=summary)
+    return save_policy(policy, args, summary, summary, f"trained on {len(problems)} problems for "
+                       f"{config.iterations} iterations in {summary['train_s']:.1f} s")
+
+
+def save_policy(policy, args: argparse.Namespace, training: dict, summary: dict, done: str) -> int:
+    """Write a trained policy to --out with its `training` record; print `summary` (--json) or
+    the `done` line."""
+    policy.save(args.out, training=training)
     if args.json:
         print(json.dumps({"out": str(args.out), **summary}))
     else:
-        print(f"trained on {len(problems)} problems for {config.iterations} iterations in "
-              f"{summary['train_s']:.1f} s -> {args.out}")
+        print(f"{done} -> {args.out}")
     return 0
 
 

@@ -16,7 +16,6 @@ so a run is a few rounds of a few programs; the rewards are noisy at the batch's
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -116,7 +115,7 @@ def _step(policy, problem: FusionProblem, settings: FineTuneSettings, optimizer,
 
 def run(args: argparse.Namespace) -> int:
     """The `opt train --measure` handler: fine-tune a fuse-trained policy on --programs, save it."""
-    from hlotune.opt.commands import PRETRAINED_DIR
+    from hlotune.opt.commands import PRETRAINED_DIR, save_policy
     from hlotune.opt.policy import GOPolicy
 
     unsupported = [flag for flag, value in (("--devices", args.devices), ("--architecture", args.architecture != "summary"),
@@ -141,10 +140,6 @@ def run(args: argparse.Namespace) -> int:
     summary = {"fine_tuned_from": str(folder), "measured_on": "this machine", "programs": list(args.programs),
                "rounds": settings.rounds, "samples": settings.samples, "seed": settings.seed,
                "steps": [asdict(step) for step in steps], "train_s": time.perf_counter() - start}
-    policy.save(args.out, training={**training, "measured_fine_tune": summary})
-    if args.json:
-        print(json.dumps({"out": str(args.out), **summary}))
-    else:
-        print(f"fine-tuned on {len(problems)} programs for {settings.rounds} rounds "
-              f"({sum(s.measured for s in steps)} configs measured) in {summary['train_s']:.1f} s -> {args.out}")
-    return 0
+    return save_policy(policy, args, {**training, "measured_fine_tune": summary}, summary,
+                       f"fine-tuned on {len(problems)} programs for {settings.rounds} rounds "
+                       f"({sum(s.measured for s in steps)} configs measured) in {summary['train_s']:.1f} s")

@@ -162,7 +162,7 @@ def optimise(args: argparse.Namespace) -> int:
     if getattr(args, "measure", False):
         return args.measured(args)
     from hlotune.opt.device import DeviceModel
-    from hlotune.opt.policy import GOPolicy
+    from hlotune.opt.policy import GOPolicy, trained_tasks
     from hlotune.opt.ppo import PPOConfig, Problem, search, train
     from hlotune.opt.report import compare, format_table
     from hlotune.opt.trace import numbered, write_schedule
@@ -179,8 +179,7 @@ def optimise(args: argparse.Namespace) -> int:
     else:
         loaded, training = GOPolicy.load(args.policy)
         iterations = iterations or 0
-        trained = {t for tasks in training.get("tasks", []) for t in tasks.split("+")}
-        if not iterations and task not in trained:
+        if not iterations and task not in trained_tasks(training):
             raise HlotuneError(f"{args.policy}: this policy was not trained to {task} "
                                "(train it with --tasks, or fine-tune with --iterations)")
 

@@ -85,6 +85,11 @@ def task_set(names) -> tuple[str, ...]:
     return tuple(task for task in TASKS if task in chosen)
 
 
+def trained_tasks(training: dict) -> set[str]:
+    """The tasks a policy folder's training record says it learnt (its task sets, split)."""
+    return {task for tasks in training.get("tasks", []) for task in tasks.split("+")}
+
+
 ARCHITECTURES = ("summary", "recurrent")
 
 

@@ -116,7 +116,7 @@ def _step(policy, problem: FusionProblem, settings: FineTuneSettings, optimizer,
 def run(args: argparse.Namespace) -> int:
     """The `opt train --measure` handler: fine-tune a fuse-trained policy on --programs, save it."""
     from hlotune.opt.commands import PRETRAINED_DIR, save_policy
-    from hlotune.opt.policy import GOPolicy
+    from hlotune.opt.policy import GOPolicy, trained_tasks
 
     unsupported = [flag for flag, value in (("--devices", args.devices), ("--architecture", args.architecture != "summary"),
                                             ("--curriculum", args.curriculum)) if value]
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
                            "policy's fusion head on this machine")
     folder = args.policy or PRETRAINED_DIR
     policy, training = GOPolicy.load(folder)
-    if "fuse" not in {t for tasks in training.get("tasks", []) for t in tasks.split("+")}:
+    if "fuse" not in trained_tasks(training):
         raise HlotuneError(f"{folder}: this policy was not trained to fuse")
     settings = FineTuneSettings(rounds=args.iterations, samples=args.samples, seed=args.seed)
     problems = [FusionProblem.load(program) for program in args.programs]

@@ -231,7 +231,7 @@ def measured_policy(args: argparse.Namespace, task: str) -> Any:
     """The policy an `opt TASK --measure` run applies zero-shot (the shipped one by default),
     after checking that the command line asks for nothing only the simulated task does."""
     from hlotune.opt.commands import PRETRAINED_DIR
-    from hlotune.opt.policy import GOPolicy
+    from hlotune.opt.policy import GOPolicy, trained_tasks
     from hlotune.programs import is_program_spec
 
     if not is_program_spec(args.graph):
@@ -250,7 +250,7 @@ def measured_policy(args: argparse.Namespace, task: str) -> Any:
         raise HlotuneError(f"--samples must not be negative, got {args.samples}")
     folder = args.policy or PRETRAINED_DIR
     policy, training = GOPolicy.load(folder)
-    if task not in {t for tasks in training.get("tasks", []) for t in tasks.split("+")}:
+    if task not in trained_tasks(training):
         raise HlotuneError(f"{folder}: this policy was not trained to {task}")
     return policy
 

@@ -62,7 +62,7 @@ class Staged(Strategy):
 
     def ask(self, n: int) -> list[CompileConfig]:
         while self._current is not None:
-            left = int(min(n, self._left()))
+            left = min(n, self._left())
             configs = [c for c in self._current.ask(left) if self._fresh(c)] if left > 0 else []
             if configs:
                 self._count += len(configs)

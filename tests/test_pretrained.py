@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 # another platform's arithmetic.
 # tile: on the tile collection's test split as committed; a collection that grows it retrains
 # the model and updates both.
-DOCUMENTED_TAU = {"flags": 0.545, "layout": 0.448, "tile": 0.423}  # on edition 2's test split
+DOCUMENTED_TAU = {"flags": 0.545, "layout": 0.448, "tile": 0.361}  # on edition 2's test split
 COST_MODEL_DOC = Path(__file__).parents[1] / "docs" / "cost_model.md"
 
 

@@ -325,15 +325,17 @@ def markdown(rows: list[dict]) -> str:
             shares = " / ".join(f"{np.median([r[f'share_at_{b}'] for r in runs]):.2f}" for b in BUDGETS)
             found = gmean([r[found_at] for r in runs])
             kept = gmean([r["kept"][str(budget)] for r in runs])
-            slower = sum(s < 1 for r in runs for s in r["kept"].values())
+            slower = sum(r["kept"][str(budget)] < 1 for r in runs)
             lines.append(f"| {strategy} | {reach:.1f} | {shares} | {found:.3f}x ({found / random_found:.3f}) | "
                          f"{kept:.3f}x ({kept / random_kept:.3f}) | {slower} of {len(runs)} |")
     return "\n".join(lines)
 
 
 def _budget(run: dict) -> int:
-    """The budget a run's kept speedup was reported at (its largest, where it has several)."""
-    return max(int(b) for b in run["kept"])
+    """The budget a run's table reads its kept speedup at: 32, the issue's, where a replayed
+    run has several; a live run's own."""
+    budgets = {int(b) for b in run["kept"]}
+    return 32 if 32 in budgets else max(budgets)
 
 
 def curse(rows: list[dict]) -> str:

@@ -359,20 +359,21 @@ def curse(rows: list[dict]) -> str:
 
 
 def kept_shares(rows: list[dict]) -> str:
-    """Live runs, per strategy: the share of the oracle's gain kept, reported and verified, on
-    the median program with a gain (each program's median over its seeds; a kept default
-    keeps 0)."""
+    """Live runs, per budget and strategy: the share of the oracle's gain kept, reported and
+    verified, on the median program with a gain (each program's median over its seeds; a kept
+    default keeps 0)."""
     live = [r for r in rows if "verified" in r and r["oracle_speedup"] > 1]
-    if not live:
-        return ""
-    lines = [f"\n| strategy | share of the oracle's gain kept, median of {len({r['program'] for r in live})} "
-             "programs with a gain | verified |", "|---|---|---|"]
-    for strategy in dict.fromkeys(r["strategy"] for r in live):
-        runs = [r for r in live if r["strategy"] == strategy]
-        programs = {r["program"] for r in runs}
-        reported, verified = ([_median_share(runs, program, key) for program in programs]
-                              for key in ("reported", "verified"))
-        lines.append(f"| {strategy} | {np.median(reported):.2f} | {np.median(verified):.2f} |")
+    lines = []
+    for budget in sorted({_budget(r) for r in live}):
+        mine = [r for r in live if _budget(r) == budget]
+        lines += [f"\n| strategy, budget {budget} | share of the oracle's gain kept, median of "
+                  f"{len({r['program'] for r in mine})} programs with a gain | verified |", "|---|---|---|"]
+        for strategy in dict.fromkeys(r["strategy"] for r in mine):
+            runs = [r for r in mine if r["strategy"] == strategy]
+            programs = {r["program"] for r in runs}
+            reported, verified = ([_median_share(runs, program, key) for program in programs]
+                                  for key in ("reported", "verified"))
+            lines.append(f"| {strategy} | {np.median(reported):.2f} | {np.median(verified):.2f} |")
     return "\n".join(lines)
 
 

@@ -111,6 +111,8 @@ LIVE = {  # name -> tune() options ("transfer" is fitted on --root's flags train
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="live: run seeds FIRST_SEED .. FIRST_SEED + SEEDS - 1 (to add a seed to a saved run)")
     parser.add_argument("--batch", type=int, default=4, help="configs per batch (replay)")
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="the collections' folder: replayed, and the transfer model's training programs")
@@ -228,7 +230,7 @@ def live_rows(args, finished: set[str]):
     with tempfile.TemporaryDirectory(prefix="hlotune-tune-bench-") as folder:
         for i, program in enumerate(p for p in args.live if p not in finished):
             dbs = {(name, seed): Path(folder) / (f"{i}-{name}-{seed}.sqlite" if args.own_db else f"{i}.sqlite")
-                   for name in args.strategies for seed in range(args.seeds)}
+                   for name in args.strategies for seed in range(args.first_seed, args.first_seed + args.seeds)}
             runs = {(name, seed): tune(program, space=args.space, budget=args.budget, time_s=args.time,
                                        db_path=db, seed=seed, progress=False, **_fitted_on(LIVE[name], args.root))
                     for (name, seed), db in dbs.items()}

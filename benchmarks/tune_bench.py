@@ -98,6 +98,8 @@ LIVE = {  # name -> tune() options ("transfer" is fitted on --root's flags train
     "random": dict(strategy="random"),
     "guided": dict(strategy="evolutionary", online=False),
     "guided+online": dict(strategy="evolutionary", online=True),
+    # a bandit over the guided+online search, TPE and random (tuning/bandit.py)
+    "bandit+online": dict(strategy="bandit", online=True),
     "transfer+online": dict(strategy="evolutionary", online=True, model="transfer"),
     "optuna": dict(strategy="optuna"),  # the peers a user would try first: TPE and GP
     "optuna-gp": dict(strategy="optuna-gp"),

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from hlotune.tuning.options import TuneOptions
 
 SPACES = ("flags", "layout", "tile", "fusion", "all")
-STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna", "optuna-gp")
+STRATEGIES = ("evolutionary", "bandit", "random", "exhaustive", "optuna", "optuna-gp")  # strategies.py's
 FORMATS = ("json", "compiler_options", "xla_flags")
 DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.compiler.space import SPACES
 from hlotune.errors import HlotuneError
-from hlotune.tuning.strategies import STRATEGIES, Strategy
+from hlotune.tuning.strategies import RANKED, STRATEGIES, Strategy
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
 
     from hlotune.evaluation.scorers import Scorer
 
-RANKED = "evolutionary"  # the one strategy a cost model ranks candidates for
+DEFAULT_STRATEGY = "evolutionary"
 DEFAULT_MODEL = "pretrained"  # the shipped models (cost_model.load_scorers)
 
 
@@ -36,7 +36,7 @@ class TuneOptions:
     budget: int | None = 32  # evaluated configs, the default included; None: time_s alone
     time_s: float | None = None  # seconds of search; whichever of the two ends first
     # A name, a Strategy (e.g. Exhaustive([...]) to measure chosen configs) or an Optuna sampler.
-    strategy: str | Strategy | BaseSampler = RANKED
+    strategy: str | Strategy | BaseSampler = DEFAULT_STRATEGY
     # Ranks the evolutionary strategy's candidates (the tile space: each kernel's candidates,
     # kernelwise.py): "pretrained" (the shipped models), a scorer, a name for load_scorer,
     # "transfer[@DIR]" (flags only), or None. The fusion space ranks by the module roofline
@@ -72,27 +72,33 @@ class TuneOptions:
             raise HlotuneError(
                 f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
-        if self.ranking_model is not None and self.strategy != RANKED:
+        if self.ranking_model is not None and not self.ranked:
             if isinstance(self.strategy, Strategy):
                 raise HlotuneError("model ranks for a strategy named here: give your Strategy "
                                    "its cost model instead")
             other = repr(self.strategy) if isinstance(self.strategy, str) else "an Optuna sampler"
-            raise HlotuneError(f"model ranks candidates of the {RANKED} strategy only, not of {other}")
+            raise HlotuneError(f"model ranks candidates of the {' and '.join(RANKED)} strategies "
+                               f"only, not of {other}")
 
     @property
     def ranking_model(self) -> str | Scorer | None:
         """`model`, but the default serves only the strategy that ranks: with another, none."""
-        if self.model == DEFAULT_MODEL and self.strategy != RANKED:
+        if self.model == DEFAULT_MODEL and not self.ranked:
             return None
         return self.model
 
     @property
     def kernelwise(self) -> bool:
         """The tile space's ranked search is XTAT's: each kernel on its own (kernelwise.py)."""
-        return self.space == "tile" and self.strategy == RANKED
+        return self.space == "tile" and self.ranked
 
     @property
     def learns_online(self) -> bool:
         """Whether the ranking model learns this program's measurements after every batch (the
         kernelwise search measures the model's favourites once: nothing left to re-rank)."""
-        return self.online and self.strategy == RANKED and not self.kernelwise
+        return self.online and self.ranked and not self.kernelwise
+
+    @property
+    def ranked(self) -> bool:
+        """Whether the strategy is one whose candidates a cost model ranks."""
+        return isinstance(self.strategy, str) and self.strategy in RANKED

@@ -30,7 +30,8 @@ from hlotune.extras import require
 if TYPE_CHECKING:
     from hlotune.tuning.cost_model import CostModel
 
-STRATEGIES = ("evolutionary", "random", "exhaustive", "optuna", "optuna-gp")
+STRATEGIES = ("evolutionary", "bandit", "random", "exhaustive", "optuna", "optuna-gp")
+RANKED = ("evolutionary", "bandit")  # the strategies whose candidates a cost model ranks
 
 
 @dataclass(frozen=True)
@@ -379,14 +380,20 @@ def make_strategy(
     name: str, space: SearchSpace, seed: int = 0, cost_model: CostModel | None = None, *,
     study: OptunaStudy | None = None,
 ) -> Strategy:
-    """The strategy called `name`; only evolutionary search uses a cost model, and only the
-    optuna strategy a stored `study`."""
+    """The strategy called `name`; only the evolutionary search (alone or as the bandit's arm)
+    uses a cost model, and only the optuna strategies a stored `study`."""
     if name not in STRATEGIES:
         raise HlotuneError(f"unknown strategy {name!r}: use {', '.join(STRATEGIES)}")
-    if cost_model is not None and name != "evolutionary":
-        raise HlotuneError(f"a cost model ranks candidates of the evolutionary strategy only, not {name}")
+    if cost_model is not None and name not in RANKED:
+        raise HlotuneError(f"a cost model ranks candidates of the {' and '.join(RANKED)} strategies only, not {name}")
     if name == "evolutionary":
         return Evolutionary(space, seed, cost_model=cost_model)
+    if name == "bandit":
+        from hlotune.tuning.bandit import Bandit  # a strategy of strategies: it imports this module
+
+        # The random arm draws other configs than the evolutionary arm's random first generation.
+        return Bandit(Evolutionary(space, seed, cost_model=cost_model), OptunaTPE(space, seed, study=study),
+                      RandomSearch(space, seed + 1))
     if name == "random":
         return RandomSearch(space, seed)
     if name == "exhaustive":

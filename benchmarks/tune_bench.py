@@ -98,6 +98,8 @@ LIVE = {  # name -> tune() options ("transfer" is fitted on --root's flags train
     "random": dict(strategy="random"),
     "guided": dict(strategy="evolutionary", online=False),
     "guided+online": dict(strategy="evolutionary", online=True),
+    # the online model ranking optimistically: less a posterior standard deviation (LinUCB)
+    "guided+online+ucb": dict(strategy="evolutionary", online=True, optimism=1.0),
     # a bandit over the guided+online search, TPE and random (tuning/bandit.py)
     "bandit+online": dict(strategy="bandit", online=True),
     "transfer+online": dict(strategy="evolutionary", online=True, model="transfer"),

@@ -46,11 +46,19 @@ def ridge(x: np.ndarray, y: np.ndarray, penalty: float) -> np.ndarray:
 
 
 class ChoiceModel:
-    """log(cost) as a sum of per-choice effects, fitted on one program's healthy trials."""
+    """log(cost) as a sum of per-choice effects, fitted on one program's healthy trials.
+
+    Read as Bayesian linear regression (effects a priori normal around 0, `penalty` the ratio
+    of the noise's variance to theirs), it also says how unsure it is of a config's cost
+    (`spread`): most about choices it never saw measured, least about combinations measured
+    often. That is what an optimistic search (LinUCB) needs to try what it knows least."""
 
     def __init__(self, penalty: float = 1.0) -> None:
         self.penalty = penalty
         self.effects: dict[str, float] = {}
+        self._rows: list[set[str]] = []  # each fitted config's choices
+        self._inverse = np.zeros((0, 0))  # (X X^T + penalty I)^-1, the dual form's
+        self._variance = 0.0  # of the fitted log costs: the scale of what is unknown
 
     def fit(self, configs: Sequence[CompileConfig], costs: Sequence[float]) -> None:
         names = sorted({c for config in configs for c in choices(config)})
@@ -58,12 +66,30 @@ class ChoiceModel:
         x = np.zeros((len(configs), len(names)))
         for i, config in enumerate(configs):
             x[i, [column[c] for c in choices(config)]] = 1.0
-        fitted = ridge(x, np.log(costs), self.penalty) if len(configs) > 1 and names else []
+        y = np.log(costs)
+        fitted = ridge(x, y, self.penalty) if len(configs) > 1 and names else np.zeros(len(names))
         self.effects = dict(zip(names, map(float, fitted)))
+        self._rows = [set(choices(config)) for config in configs]
+        self._inverse = np.linalg.inv(x @ x.T + self.penalty * np.eye(len(configs)))
+        # The costs' own variance, not the residuals': while choices outnumber configs the fit
+        # all but interpolates, and residuals near 0 would make the model sure of what it guessed.
+        self._variance = float(np.var(y)) if len(configs) else 0.0
 
     def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
         """Predicted log cost relative to the fit's mean; unseen choices count 0."""
         return np.array([sum(self.effects.get(c, 0.0) for c in choices(config)) for config in configs])
+
+    def spread(self, configs: Sequence[CompileConfig]) -> np.ndarray:
+        """The posterior standard deviation of each config's predicted log cost, scaled by the
+        fitted costs' spread: sqrt(variance x x^T (X^T X + penalty I)^-1 x), through the dual
+        form (Woodbury), so a choice never fitted counts with its prior variance."""
+        spreads = []
+        for config in configs:
+            mine = set(choices(config))
+            shared = np.array([len(mine & row) for row in self._rows], dtype=np.float64)
+            quadratic = (len(mine) - shared @ self._inverse @ shared) / self.penalty
+            spreads.append(math.sqrt(self._variance * max(quadratic, 0.0)))
+        return np.array(spreads)
 
 
 class OnlineCostModel(CostModel):
@@ -77,16 +103,24 @@ class OnlineCostModel(CostModel):
     fitted to), and the prior gets no more than its agreement's share of the two. A prior wrong
     about this program thus loses its say as soon as the program's measurements show it,
     instead of steering the search away from what it misjudged for `prior_trials` more configs.
+
+    With `optimism` the own model ranks each config by its predicted log cost less `optimism`
+    posterior standard deviations (an upper confidence bound, as LinUCB): a choice that no
+    measured config made ranks as if it might help, so neither a prior that ranks it away nor
+    a model that never saw it keeps it from being tried.
     """
 
-    def __init__(self, prior: CostModel | None = None, *, prior_trials: int = 16) -> None:
-        self.prior, self.prior_trials = prior, prior_trials
+    def __init__(self, prior: CostModel | None = None, *, prior_trials: int = 16, optimism: float = 0.0) -> None:
+        self.prior, self.prior_trials, self.optimism = prior, prior_trials, optimism
         self.learned = ChoiceModel()
         self.measured = 0
         self.prior_weight = 1.0
 
     def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
-        own = rankdata(self.learned.predict(configs))
+        own = self.learned.predict(configs)
+        if self.optimism:
+            own = own - self.optimism * self.learned.spread(configs)
+        own = rankdata(own)
         if self.prior is None:
             return own
         return self.prior_weight * rankdata(self.prior.predict(configs)) + (1 - self.prior_weight) * own

@@ -44,6 +44,9 @@ class TuneOptions:
     model: str | Scorer | None = DEFAULT_MODEL
     fine_tune_every: int | None = None  # fine-tune the model every N evaluated configs
     online: bool = True  # the model also learns this program's measurements after every batch
+    # the online model ranks by predicted log cost less `optimism` posterior standard
+    # deviations (LinUCB), so choices never measured are tried despite a prior that ranks them away
+    optimism: float = 0.0
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
     batch: int = 8  # configs measured together
     # tile, ranked: candidates measured per kernel, the model's favourites (without a model, all)
@@ -66,6 +69,8 @@ class TuneOptions:
                 raise HlotuneError(f"{name} must be at least 1, got {value}")
         if self.time_s is not None and not self.time_s > 0:
             raise HlotuneError(f"time_s must be positive, got {self.time_s}")
+        if self.optimism < 0:
+            raise HlotuneError(f"optimism must not be negative, got {self.optimism}")
         if self.warm_start < 0:
             raise HlotuneError(f"warm_start must not be negative, got {self.warm_start}")
         if isinstance(self.strategy, str) and self.strategy not in STRATEGIES:

@@ -142,7 +142,7 @@ def tune(
     first (a batch in flight finishes), `strategy` (a name, a Strategy instance, e.g.
     `Exhaustive([...])` to measure chosen configs, or an Optuna sampler, whose study is stored
     beside the database, docs/tuning.md), `model` (ranks the evolutionary strategy's candidates),
-    `fine_tune_every`, `online`, `warm_start`, `batch`, `seed`, `allow_numerics_change` and the
+    `fine_tune_every`, `online`, `optimism`, `warm_start`, `batch`, `seed`, `allow_numerics_change` and the
     measurement `settings`.
 
     A function is exported with jax.export into `programs/` beside the database (so the worker
@@ -175,7 +175,7 @@ def tune(
         search = _kernelwise(options, search_space, module)
     else:
         prior = _prior(options, layouts, module, Screening(program, db_path, fingerprint, options.settings))
-        cost_model = OnlineCostModel(prior) if options.learns_online else prior
+        cost_model = OnlineCostModel(prior, optimism=options.optimism) if options.learns_online else prior
         search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
     extra = [UpdateCostModel(1)] if options.learns_online else []
     if prior is not None and options.fine_tune_every:

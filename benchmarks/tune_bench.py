@@ -100,6 +100,9 @@ LIVE = {  # name -> tune() options ("transfer" is fitted on --root's flags train
     "guided+online": dict(strategy="evolutionary", online=True),
     # the online model ranking optimistically: less a posterior standard deviation (LinUCB)
     "guided+online+ucb": dict(strategy="evolutionary", online=True, optimism=1.0),
+    # ... and a covering first generation: every option value measured once (SearchSpace.covering)
+    "guided+online+ucb+cover": dict(strategy="evolutionary", online=True, optimism=1.0,
+                                    first_generation="covering"),
     # a bandit over the guided+online search, TPE and random (tuning/bandit.py)
     "bandit+online": dict(strategy="bandit", online=True),
     "transfer+online": dict(strategy="evolutionary", online=True, model="transfer"),
@@ -144,7 +147,7 @@ def main() -> None:
             rows += program_rows
             args.out.write_text(json.dumps(rows, indent=1))  # an interrupted run keeps what it finished
     rows = common_oracles(rows)
-    print(markdown(rows) + curse(rows) + kept_shares(rows))
+    print(markdown(rows) + curse(rows) + kept_shares(rows) + paired(rows))
     plot(rows, args.plot)
 
 
@@ -387,6 +390,46 @@ def _median_share(runs: list[dict], program: str, key: str) -> float:
     """The median, over `program`'s runs, of the share of its oracle's gain that `key` kept."""
     mine = [r for r in runs if r["program"] == program]
     return float(np.median([((r[key] or 1.0) - 1) / (r["oracle_speedup"] - 1) for r in mine]))
+
+
+def paired(rows: list[dict], reference: str = "guided+online", resamples: int = 2000) -> str:
+    """Live runs, per budget: each strategy's kept speedup over the default's on the same
+    programs (each program's geomean over its seeds), geomean over programs, with a 90%
+    bootstrap interval over programs (seed 0): whether a lead is more than which programs
+    happened to be drawn. Verified speedups beside, a kept default counting 1."""
+    live = [r for r in rows if "verified" in r]
+    lines = []
+    for budget in sorted({_budget(r) for r in live}):
+        mine = [r for r in live if _budget(r) == budget]
+        if not any(r["strategy"] == reference for r in mine):
+            continue
+        lines += [f"\n| strategy, budget {budget} | programs | kept over {reference}'s, geomean [90% interval] "
+                  "| verified over its, geomean [90% interval] |", "|---|---|---|---|"]
+        for strategy in dict.fromkeys(r["strategy"] for r in mine):
+            if strategy == reference:
+                continue
+            cells = [_paired_ratio(mine, strategy, reference, key, budget, resamples) for key in ("kept", "verified")]
+            lines.append(f"| {strategy} | {cells[0][0]} | {cells[0][1]} | {cells[1][1]} |")
+    return "\n".join(lines)
+
+
+def _paired_ratio(runs: list[dict], strategy: str, reference: str, key: str, budget: int,
+                  resamples: int) -> tuple[int, str]:
+    """Programs both strategies ran, and the geomean ratio of their speedups with its interval."""
+    def speedups(name: str) -> dict[str, float]:
+        by_program: dict[str, list[float]] = {}
+        for r in runs:
+            if r["strategy"] == name:
+                value = r["kept"][str(budget)] if key == "kept" else (r["verified"] or 1.0)
+                by_program.setdefault(r["program"], []).append(value)
+        return {program: float(gmean(values)) for program, values in by_program.items()}
+
+    mine, theirs = speedups(strategy), speedups(reference)
+    logs = np.log([mine[p] / theirs[p] for p in sorted(set(mine) & set(theirs))])
+    rng = np.random.default_rng(0)
+    means = rng.choice(logs, (resamples, len(logs))).mean(axis=1)
+    low, high = np.exp(np.percentile(means, [5, 95]))
+    return len(logs), f"{np.exp(logs.mean()):.3f} [{low:.3f}, {high:.3f}]"
 
 
 def costs(rows: list[dict]) -> str:

@@ -319,6 +319,7 @@ def test_the_commands_tune_list_show_and_export(tmp_path, capsys):
 def test_the_commands_offer_what_the_modules_implement():
     assert commands.SPACES == space.SPACES
     assert commands.STRATEGIES == strategies.STRATEGIES
+    assert commands.FIRST_GENERATIONS == strategies.FIRST_GENERATIONS
     assert commands.FORMATS == database.EXPORT_FORMATS
 
 
@@ -328,7 +329,8 @@ def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_p
     with pytest.raises(TypeError):
         TuneOptions("flags")  # no position for a reordered field to swap
     bad = {"space": "tiles", "budget": 0, "time_s": -1.0, "batch": 0, "fine_tune_every": 0,
-           "warm_start": -1, "strategy": "annealing"}
+           "warm_start": -1, "strategy": "annealing", "optimism": -0.5,
+           "first_generation": "latin"}
     for field, value in bad.items():
         with pytest.raises(HlotuneError, match=rf"^{field} "):
             TuneOptions(**{field: value})
@@ -339,6 +341,7 @@ def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_p
     with pytest.raises(HlotuneError, match="^model "):
         TuneOptions(strategy="random", model="baseline:analytical")
     assert TuneOptions(strategy="random").ranking_model is None  # the default ranks evolutionary only
+    assert TuneOptions(strategy="bandit").ranking_model == "pretrained"  # as its evolutionary arm
     # tune() and @autotune check their keywords before anything is exported, loaded or measured
     with pytest.raises(TypeError, match="budgte"):
         tune("zoo:no-such-program", budgte=8, db_path=tmp_path / "t.sqlite")

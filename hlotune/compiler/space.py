@@ -166,6 +166,22 @@ class SearchSpace:
                 genome[gene.name] = rng.choice(gene.values[1:])
         return self.config(genome)
 
+    def covering(self, rng: random.Random, n: int, most: int = 4) -> list[CompileConfig] | None:
+        """`n` configs that between them move every gene to each of its values once, about
+        equally many moves each (a covering design: a first generation in which no choice goes
+        unmeasured, however a prior ranks it); None where that takes more than `most` moves a
+        config (a layout space's permutations) or a gene has more values than `n` configs."""
+        moves = [(gene.name, value) for gene in self.genes for value in gene.values[1:]]
+        if not moves or len(moves) > most * n or any(len(gene.values) - 1 > n for gene in self.genes):
+            return None
+        rng.shuffle(moves)
+        genomes: list[Genome] = [{} for _ in range(n)]
+        for name, value in moves:
+            free = [genome for genome in genomes if name not in genome]
+            fewest = min(map(len, free))
+            rng.choice([genome for genome in free if len(genome) == fewest])[name] = value
+        return [self.config(genome) for genome in genomes]
+
     def near_default(self, rng: random.Random, most: int = 3) -> CompileConfig:
         """One to `most` genes moved from the default: TpuGraphs' "default" layout search, which
         perturbs the compiler's choice."""

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 SPACES = ("flags", "layout", "tile", "fusion", "all")
 STRATEGIES = ("evolutionary", "bandit", "random", "exhaustive", "optuna", "optuna-gp")  # strategies.py's
+FIRST_GENERATIONS = ("random", "covering")  # strategies.py's
 FORMATS = ("json", "compiler_options", "xla_flags")
 DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"
 
@@ -93,6 +94,9 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--optimism", type=float, default=0.0, metavar="B",
                       help="rank the online model's candidates by predicted cost less B posterior "
                       "standard deviations, so choices never measured get tried (LinUCB; default 0)")
+    tune.add_argument("--first-generation", choices=FIRST_GENERATIONS, default="random",
+                      help="the evolutionary search's first configs: random draws (default) or a "
+                      "covering design that tries every option value once")
     tune.add_argument("--warm-start", type=int, default=4, metavar="N",
                       help="first try the flags of up to N configs that won on other programs "
                       "here (default 4; 0: none)")
@@ -178,7 +182,8 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
     return TuneOptions(
         space=args.space, budget=args.budget, time_s=args.time, strategy=args.strategy,
         model=None if args.model == "none" else args.model, fine_tune_every=args.fine_tune_every,
-        online=args.online, optimism=args.optimism, warm_start=args.warm_start, batch=args.batch, seed=args.seed,
+        online=args.online, optimism=args.optimism, first_generation=args.first_generation,
+        warm_start=args.warm_start, batch=args.batch, seed=args.seed,
         per_kernel=args.per_kernel, kernel_stages=args.kernel_stages,
         allow_numerics_change=args.allow_numerics_change,
         settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.compiler.space import SPACES
 from hlotune.errors import HlotuneError
-from hlotune.tuning.strategies import RANKED, STRATEGIES, Strategy
+from hlotune.tuning.strategies import FIRST_GENERATIONS, RANKED, STRATEGIES, Strategy
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -47,6 +47,8 @@ class TuneOptions:
     # the online model ranks by predicted log cost less `optimism` posterior standard
     # deviations (LinUCB), so choices never measured are tried despite a prior that ranks them away
     optimism: float = 0.0
+    # the evolutionary search's first configs: "random" draws or "covering" (every choice once)
+    first_generation: str = "random"
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
     batch: int = 8  # configs measured together
     # tile, ranked: candidates measured per kernel, the model's favourites (without a model, all)
@@ -69,6 +71,9 @@ class TuneOptions:
                 raise HlotuneError(f"{name} must be at least 1, got {value}")
         if self.time_s is not None and not self.time_s > 0:
             raise HlotuneError(f"time_s must be positive, got {self.time_s}")
+        if self.first_generation not in FIRST_GENERATIONS:
+            raise HlotuneError(f"first_generation must be one of {', '.join(FIRST_GENERATIONS)}, "
+                               f"got {self.first_generation!r}")
         if self.optimism < 0:
             raise HlotuneError(f"optimism must not be negative, got {self.optimism}")
         if self.warm_start < 0:

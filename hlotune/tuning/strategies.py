@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
 STRATEGIES = ("evolutionary", "bandit", "random", "exhaustive", "optuna", "optuna-gp")
 RANKED = ("evolutionary", "bandit")  # the strategies whose candidates a cost model ranks
+# The evolutionary search's first configs: drawn at random, or a covering design (SearchSpace.covering).
+FIRST_GENERATIONS = ("random", "covering")
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,9 @@ class Evolutionary(Strategy):
     `xla_cpu_experimental_ynn_fusion_type`, slowed edition 2's training programs by 3-20% on
     the median and sped several held-out ones up 1.2-1.4x), and a first generation ranked by
     it held no config with that option, so neither the online model nor evolution could learn
-    it: random search beat the guided one live (docs/tuning.md).
+    it: random search beat the guided one live (docs/tuning.md). With `cover_first` the first
+    generation is a covering design instead (SearchSpace.covering): every value of every gene in
+    at least one config, where random draws leave an option out of 8 configs half the time.
     """
 
     name = "evolutionary"
@@ -187,16 +191,22 @@ class Evolutionary(Strategy):
     def __init__(
         self, space: SearchSpace, seed: int = 0, *, population: int = 8,
         cost_model: CostModel | None = None, pool: int = 8, explore: float = 0.1,
-        explore_first: float = 1.0,
+        explore_first: float = 1.0, cover_first: bool = False,
     ) -> None:
         super().__init__()
         self._space, self._rng = space, random.Random(seed)
         self._population, self._cost_model, self._pool = population, cost_model, pool
         self._explore, self._explore_first = explore, explore_first
+        self._cover_first = cover_first
 
     def ask(self, n: int) -> list[CompileConfig]:
         parents = self._parents()
         evolve = len(parents) >= self._population
+        if self._cover_first and not evolve:
+            self._cover_first = False  # one covering generation, then random draws till evolution
+            covering = self._space.covering(self._rng, n)
+            if covering is not None:
+                return [config for config in covering if self._fresh(config)]
         share = self._explore if evolve else self._explore_first
         ranks = self._cost_model is not None and share < 1.0  # random() < 1.0: all explored
         wanted = n * self._pool if ranks else n
@@ -378,22 +388,25 @@ class OptunaGP(OptunaTPE):
 
 def make_strategy(
     name: str, space: SearchSpace, seed: int = 0, cost_model: CostModel | None = None, *,
-    study: OptunaStudy | None = None,
+    study: OptunaStudy | None = None, first_generation: str = "random",
 ) -> Strategy:
     """The strategy called `name`; only the evolutionary search (alone or as the bandit's arm)
-    uses a cost model, and only the optuna strategies a stored `study`."""
+    uses a cost model and a `first_generation` (FIRST_GENERATIONS), and only the optuna
+    strategies a stored `study`."""
     if name not in STRATEGIES:
         raise HlotuneError(f"unknown strategy {name!r}: use {', '.join(STRATEGIES)}")
     if cost_model is not None and name not in RANKED:
         raise HlotuneError(f"a cost model ranks candidates of the {' and '.join(RANKED)} strategies only, not {name}")
-    if name == "evolutionary":
-        return Evolutionary(space, seed, cost_model=cost_model)
-    if name == "bandit":
+    if first_generation not in FIRST_GENERATIONS:
+        raise HlotuneError(f"unknown first generation {first_generation!r}: use {', '.join(FIRST_GENERATIONS)}")
+    if name in RANKED:
+        evolutionary = Evolutionary(space, seed, cost_model=cost_model, cover_first=first_generation == "covering")
+        if name == "evolutionary":
+            return evolutionary
         from hlotune.tuning.bandit import Bandit  # a strategy of strategies: it imports this module
 
         # The random arm draws other configs than the evolutionary arm's random first generation.
-        return Bandit(Evolutionary(space, seed, cost_model=cost_model), OptunaTPE(space, seed, study=study),
-                      RandomSearch(space, seed + 1))
+        return Bandit(evolutionary, OptunaTPE(space, seed, study=study), RandomSearch(space, seed + 1))
     if name == "random":
         return RandomSearch(space, seed)
     if name == "exhaustive":

@@ -142,7 +142,7 @@ def tune(
     first (a batch in flight finishes), `strategy` (a name, a Strategy instance, e.g.
     `Exhaustive([...])` to measure chosen configs, or an Optuna sampler, whose study is stored
     beside the database, docs/tuning.md), `model` (ranks the evolutionary strategy's candidates),
-    `fine_tune_every`, `online`, `optimism`, `warm_start`, `batch`, `seed`, `allow_numerics_change` and the
+    `fine_tune_every`, `online`, `optimism`, `first_generation`, `warm_start`, `batch`, `seed`, `allow_numerics_change` and the
     measurement `settings`.
 
     A function is exported with jax.export into `programs/` beside the database (so the worker
@@ -308,7 +308,8 @@ def _strategy(
     if isinstance(strategy, Strategy):
         return strategy
     if isinstance(strategy, str):
-        return make_strategy(strategy, space, options.seed, cost_model, study=study)
+        return make_strategy(strategy, space, options.seed, cost_model, study=study,
+                             first_generation=options.first_generation)
     return OptunaTPE(space, options.seed, sampler=strategy, study=study)
 
 

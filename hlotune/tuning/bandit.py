@@ -7,6 +7,10 @@ that random search and TPE found (1.07x against 1.45-1.60x), because the prior r
 config, with a bonus for arms tried less (the upper confidence bound), so a search that is
 wrong about this program loses its slots to one that is not. Every arm is told every trial:
 the evolutionary arm breeds from TPE's finds, and TPE models the evolutionary arm's.
+
+It is `--strategy bandit`, not the default: on 12 held-out programs x 3 seeds at 32 configs
+it kept 0.963x the default's speedup (docs/tuning.md), the arms splitting a budget too small
+for any of them.
 """
 
 from __future__ import annotations

@@ -65,7 +65,10 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--time", type=float, metavar="T",
                       help="stop searching after T seconds from the start (loading, ranking and "
                       "compiling count), or --budget configs, whichever comes first")
-    tune.add_argument("--strategy", choices=STRATEGIES, default="evolutionary")
+    tune.add_argument("--strategy", choices=STRATEGIES, default="evolutionary",
+                      help="evolutionary (default: bred candidates ranked by --model), bandit (it, "
+                      "TPE and random sharing each batch; needs the optuna extra), random, "
+                      "exhaustive, optuna (TPE) or optuna-gp (docs/tuning.md)")
     tune.add_argument("--model", metavar="M", default="pretrained",
                       help="the cost model ranking the evolutionary strategy's candidates, so "
                       "only the most promising are measured: pretrained (the shipped models, "

@@ -258,10 +258,23 @@ class TuningDatabase(Database):
         try:
             self._db = sqlite3.connect(self.path, timeout=_BUSY_TIMEOUT_S)
             self._db.execute(f"PRAGMA busy_timeout = {int(_BUSY_TIMEOUT_S * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
+            self._enter_wal()
             self._migrate()
         except sqlite3.DatabaseError as error:
             raise HlotuneError(f"{self.path}: not a tuning database ({error})") from None
+
+    def _enter_wal(self) -> None:
+        """WAL mode, waiting out another connection switching the same new file: SQLite answers
+        that switch's lock with "database is locked" at once, without its busy handler."""
+        deadline = time.monotonic() + _BUSY_TIMEOUT_S
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     def _migrate(self) -> None:
         with self._writing():

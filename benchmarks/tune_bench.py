@@ -31,8 +31,12 @@ Gaussian-process samplers (live only: they ask for configs outside a recorded po
 kernels+online, the default search screening compiled candidates with the kernel program model
 (tuning/kernel_screen.py; live only, as it compiles); guided+online-unstaged, the default
 search without the "all" space's kernel stages (flags x layouts alone, as `all` was before
-tuning/staged.py; it differs from guided+online only with --space all). Replay adds the
-transfer model alone and summed with the GNN's ranking.
+tuning/staged.py; it differs from guided+online only with --space all); bandit+online, the
+bandit over the default search, TPE and random (tuning/bandit.py); guided+online+ucb, the
+default with an optimistic online model (--optimism 1), and guided+online+ucb+cover, that with a
+covering first generation. Replay adds the transfer model alone and summed with the GNN's
+ranking. Live reports end with each strategy's kept and verified speedups over the default's,
+paired by program, with a bootstrap interval over programs.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --live zoo:vit@small corpus:hf-whisper@tiny --budget 64 --out live.json

@@ -42,7 +42,6 @@ class Bandit(Strategy):
         self._outcomes = [deque(maxlen=window) for _ in arms]  # 1: a new best, 0: not
         self._uses = [0] * len(arms)
         self._owner: dict[CompileConfig, int] = {}  # config asked -> the arm that asked it
-        self._best = math.inf
 
     def ask(self, n: int) -> list[CompileConfig]:
         slots = self._slots(n)
@@ -55,13 +54,13 @@ class Bandit(Strategy):
         return configs
 
     def tell(self, trials: Sequence[Trial]) -> None:
+        # A batch's configs compete with what was told before it, not with each other.
+        best = min(self.costs.values(), default=math.inf)
         super().tell(trials)
-        best = self._best  # a batch's configs compete with what came before, not with each other
         for trial in trials:
             arm = self._owner.pop(trial.config, None)
             if arm is not None:
                 self._outcomes[arm].append(int(trial.cost < best * (1 - self._margin)))
-            self._best = min(self._best, trial.cost)
         for arm in self.arms:
             arm.tell(trials)
 

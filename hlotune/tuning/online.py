@@ -56,8 +56,8 @@ class ChoiceModel:
     def __init__(self, penalty: float = 1.0) -> None:
         self.penalty = penalty
         self.effects: dict[str, float] = {}
-        self._rows: list[set[str]] = []  # each fitted config's choices
-        self._inverse = np.zeros((0, 0))  # (X X^T + penalty I)^-1, the dual form's
+        self._x = np.zeros((0, 0))  # the fitted configs' choices, one row each
+        self._columns: dict[str, int] = {}  # choice -> its column of _x
         self._variance = 0.0  # of the fitted log costs: the scale of what is unknown
 
     def fit(self, configs: Sequence[CompileConfig], costs: Sequence[float]) -> None:
@@ -67,10 +67,9 @@ class ChoiceModel:
         for i, config in enumerate(configs):
             x[i, [column[c] for c in choices(config)]] = 1.0
         y = np.log(costs)
-        fitted = ridge(x, y, self.penalty) if len(configs) > 1 and names else np.zeros(len(names))
+        fitted = ridge(x, y, self.penalty) if len(configs) > 1 and names else []
         self.effects = dict(zip(names, map(float, fitted)))
-        self._rows = [set(choices(config)) for config in configs]
-        self._inverse = np.linalg.inv(x @ x.T + self.penalty * np.eye(len(configs)))
+        self._x, self._columns = x, column
         # The costs' own variance, not the residuals': while choices outnumber configs the fit
         # all but interpolates, and residuals near 0 would make the model sure of what it guessed.
         self._variance = float(np.var(y)) if len(configs) else 0.0
@@ -83,11 +82,12 @@ class ChoiceModel:
         """The posterior standard deviation of each config's predicted log cost, scaled by the
         fitted costs' spread: sqrt(variance x x^T (X^T X + penalty I)^-1 x), through the dual
         form (Woodbury), so a choice never fitted counts with its prior variance."""
+        inverse = np.linalg.inv(self._x @ self._x.T + self.penalty * np.eye(len(self._x)))
         spreads = []
         for config in configs:
-            mine = set(choices(config))
-            shared = np.array([len(mine & row) for row in self._rows], dtype=np.float64)
-            quadratic = (len(mine) - shared @ self._inverse @ shared) / self.penalty
+            mine = choices(config)
+            shared = self._x[:, [self._columns[c] for c in mine if c in self._columns]].sum(axis=1)
+            quadratic = (len(mine) - shared @ inverse @ shared) / self.penalty
             spreads.append(math.sqrt(self._variance * max(quadratic, 0.0)))
         return np.array(spreads)
 

@@ -203,8 +203,7 @@ class Evolutionary(Strategy):
     def ask(self, n: int) -> list[CompileConfig]:
         parents = self._parents()
         evolve = len(parents) >= self._population
-        if self._cover_first and not evolve:
-            self._cover_first = False  # one covering generation, then random draws till evolution
+        if self._cover_first and len(self._asked) == 1:  # only the default: the first generation
             covering = self._space.covering(self._rng, n)
             if covering is not None:
                 return [config for config in covering if self._fresh(config)]

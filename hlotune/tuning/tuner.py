@@ -142,8 +142,8 @@ def tune(
     first (a batch in flight finishes), `strategy` (a name, a Strategy instance, e.g.
     `Exhaustive([...])` to measure chosen configs, or an Optuna sampler, whose study is stored
     beside the database, docs/tuning.md), `model` (ranks the evolutionary strategy's candidates),
-    `fine_tune_every`, `online`, `optimism`, `first_generation`, `warm_start`, `batch`, `seed`, `allow_numerics_change` and the
-    measurement `settings`.
+    `fine_tune_every`, `online`, `optimism`, `first_generation`, `warm_start`, `batch`, `seed`,
+    `allow_numerics_change` and the measurement `settings`.
 
     A function is exported with jax.export into `programs/` beside the database (so the worker
     can load it, see hlotune.programs.exported); on it the layout space holds only the arguments'

@@ -6,9 +6,11 @@ import argparse
 import os
 import sys
 
+import hlotune.maintainer as maintainer  # this spelling: tests/test_imports.py sees the import
 from hlotune import __version__
 from hlotune.collect import commands as collect
 from hlotune.compiler import commands as compiler
+from hlotune.data import commands as data
 from hlotune.errors import HlotuneError
 from hlotune.evaluation import commands as evaluation
 from hlotune.hlo import commands as hlo
@@ -17,10 +19,10 @@ from hlotune.programs import commands as programs
 from hlotune.report import commands as report
 from hlotune.train import commands as train
 from hlotune.tuning import commands as tuning
-from hlotune.tuning import fusion_fine_tune, measured_fusion, measured_schedule
 
 # Each stage registers its own commands; this order is `hlotune --help`'s.
-STAGES = (hlo, collect, train, evaluation, programs, opt, compiler, tuning, report)
+STAGES = (hlo, data, collect, train, evaluation, programs, opt, compiler, tuning, report,
+          maintainer)
 
 EPILOG = """\
 conventions:
@@ -74,12 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"hlotune {__version__}")
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
     for stage in STAGES:
-        if stage is opt:  # `opt TASK --measure` compiles for real: its handlers live above opt
-            opt.add_commands(commands, measured={"schedule": measured_schedule.run,
-                                                 "fuse": measured_fusion.run,
-                                                 "train": fusion_fine_tune.run})
-        else:
-            stage.add_commands(commands)
+        stage.add_commands(commands)
     return parser
 
 

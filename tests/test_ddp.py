@@ -6,19 +6,18 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import torch
 from safetensors.torch import load_file
 
-import hlotune
+from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
 from hlotune.models.config import ModelConfig
 from hlotune.train import TrainSettings, train
 from hlotune.train.gst import GSTSettings
 
-BUILTIN_TRAIN = Path(hlotune.__file__).parent / "datasets" / "builtin" / "layout" / "train"
+BUILTIN_TRAIN = resolve("builtin:layout/train")
 GRAPHS = ("cnn@tiny", "mlp@tiny", "gpt@tiny")  # an odd count: the last step is padded
 OPTIONS = ["--epochs", "2", "--hidden", "16", "--layers", "2", "--configs-per-batch", "8"]
 

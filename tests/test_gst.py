@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-import hlotune
+from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
-from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
 from hlotune.models import (
     GraphCostModel,
@@ -31,7 +30,7 @@ from hlotune.train.targets import log_targets
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-BUILTIN_TRAIN = Path(hlotune.__file__).parent / "datasets" / "builtin" / "layout" / "train"
+BUILTIN_TRAIN = resolve("builtin:layout/train")
 SMALL = ModelConfig(hidden_dim=16, opcode_dim=8, num_layers=2)
 
 
@@ -98,7 +97,7 @@ def test_segments_without_cut_edges_give_the_full_graph_scores(layout_sample, jo
     if join != "layout":  # the same graph with graph-level configs (flags-like)
         feat = sample.configs.node_config_feat[:, :4, :].reshape(sample.num_configs, -1)
         names = np.array([f"f{i}" for i in range(feat.shape[1])])
-        sample = replace(sample, configs=FlagConfigs(feat, names, sample.configs.config_runtime))
+        sample = replace(sample, configs=FlagConfigArrays(feat, names, sample.configs.config_runtime))
     model = _model(sample, **({} if join == "layout" else {"join": join}))
     graph = graph_inputs(sample, model.config, "cpu")
     configs = config_inputs(sample, np.arange(6), "cpu")

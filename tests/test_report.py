@@ -16,25 +16,26 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import need
+
 from hlotune.cli import main
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.hook import compile_config
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import FAILED, MeasureSettings, OK
+from hlotune.compiler.measure import FAILED, OK, MeasureSettings
+from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.evaluate import evaluate
+from hlotune.evaluation.scorers import load_scorer
 from hlotune.programs import load_program
 from hlotune.report.importance import choice_effects, choices
 from hlotune.report.page import Page
 from hlotune.report.profile import profile_section
-from hlotune.evaluation.scorers import load_scorer
 from hlotune.tuning.database import Record, TuningDatabase
 from hlotune.tuning.tuner import tune
 
-BUILTIN_FLAGS_TEST = Path(__file__).parents[1] / "hlotune" / "datasets" / "builtin" / "flags" / "test"
+BUILTIN_FLAGS_TEST = resolve("builtin:flags/test")
 FAST = MeasureSettings(rounds=2, repeats=2)
 PROGRAMS = ("zoo:mlp@tiny", "zoo:mlp@tiny-b2")
 

@@ -10,7 +10,6 @@ kernel takes, which a program model can sum.
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import defaultdict
 from dataclasses import dataclass
@@ -119,10 +118,10 @@ class KernelGraphs:
 
 
 def _module_text(modules: Path, fingerprint: str) -> str:
-    path = modules / f"{fingerprint}.hlo.gz"
+    path = modules / f"{fingerprint}.hlo"
     try:
-        return gzip.decompress(path.read_bytes()).decode()
-    except (OSError, EOFError) as error:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
         raise HlotuneError(f"{path}: unreadable kernel module ({error})") from None
 
 

@@ -2,8 +2,9 @@
 
 Addressed as `builtin:flags`, `builtin:layout` or `builtin:tile`, optionally with `/train`,
 `/valid` or `/test`. Splits are by architecture family, so no family is in two splits and validation
-measures generalisation to unseen architectures. Regenerate it (resumable) with
-`python -m hlotune.collect.builtin`; DATACARD.md beside the files says how it was measured.
+measures generalisation to unseen architectures. The files live outside the package, as shards
+unpacked on first use (hlotune.data.store); regenerate them (resumable) with
+`hlotune rebuild dataset`; datasets/DATACARD.md says how they were measured.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from hlotune.data.store import Store
 from hlotune.errors import HlotuneError
 
 PREFIX = "builtin:"
@@ -23,14 +25,19 @@ SLOW = 3.0  # a family over this many times the median family's seconds per prog
 
 @dataclass(frozen=True)
 class Edition:
-    """One edition of the built-in dataset: where it lives, which families each split holds
-    (program specs before `@`), the variants collected of each source, and how it is measured."""
+    """One edition of the built-in dataset: which families each split holds (program specs
+    before `@`), the variants collected of each source, and how it is measured."""
 
-    root: Path
     splits: dict[str, tuple[str, ...]]
     variants: dict[str, tuple[str, ...]]  # a source ("zoo", "corpus") or a family -> its variants
     configs: int  # drawn per program, beside the default
     noise_target: float | None  # each config's median known within this (95% CI), or None
+
+    @property
+    def root(self) -> Path:
+        """The unpacked tree, every part of it (collectors write here; `hlotune data pack`
+        makes shards of it again)."""
+        return Store.find().unpacked_all()
 
     def programs(self, split: str) -> list[str]:
         return [f"{family}@{variant}" for family in self.splits[split] for variant in self.variants_of(family)]
@@ -60,7 +67,6 @@ class Edition:
 
 
 EDITION = Edition(  # the second: the first had 48 programs of the 12 zoo families, 64 configs each
-    root=Path(__file__).resolve().parent.parent / "datasets" / "builtin",
     splits={
         "train": tuple(f"zoo:{f}" for f in ("mlp", "cnn", "resnet", "transformer", "gpt", "lstm", "moe", "vae"))
         + tuple(f"corpus:{f}" for f in (
@@ -89,7 +95,6 @@ EDITION = Edition(  # the second: the first had 48 programs of the 12 zoo famili
 TILE_VARIANTS = {"zoo": ("small-train", "base", "small-b32"), "corpus": ("small-train", "base", "small-bf16"),
                  "corpus:jaxmd-lj": ("small-b4", "base-b4"), "corpus:mjx-bodies": ("small-b32", "base-b8")}
 TILE_EDITION = replace(EDITION, variants={key: variants + TILE_VARIANTS[key] for key, variants in EDITION.variants.items()})
-ROOT = EDITION.root
 # the families of each split as files and `hlotune inspect` name them: without the source
 SPLITS = {split: tuple(f.partition(":")[2] for f in families) for split, families in EDITION.splits.items()}
 
@@ -102,9 +107,17 @@ def resolve(spec: str | Path) -> Path:
     collection, _, split = text.removeprefix(PREFIX).partition("/")
     if collection not in COLLECTIONS or (split and split not in SPLITS):
         raise HlotuneError(f"unknown built-in dataset {text!r}: use builtin:{'|'.join(COLLECTIONS)}[/train|valid|test]")
-    folder = ROOT / collection / split if split else ROOT / collection
+    folder = Store.find().unpacked(collection)
+    folder = folder / split if split else folder
     if not folder.is_dir():
         raise HlotuneError(f"{text}: not collected in this installation ({folder} is missing)")
     return folder
 
 
+
+
+def __getattr__(name: str) -> Path:
+    """`ROOT`: the unpacked tree, found (and unpacked) on first use rather than at import."""
+    if name == "ROOT":
+        return EDITION.root
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -281,3 +281,15 @@ def detect_collection(keys: Iterable[str]) -> str | None:
 def keys_of(collection: str | None) -> tuple[KeySpec, ...]:
     """Every key a file of `collection` may hold (None: a graph without configs)."""
     return GRAPH_KEYS + (CONFIG_KEYS[collection] if collection else ())
+
+
+# The arrays of the public TpuGraphs files, and where their official layout keeps each split:
+# what `hlotune data export` writes, for tools that expect exactly those files.
+TPUGRAPHS_KEYS: Mapping[str, tuple[str, ...]] = {
+    "tile": ("node_feat", "node_opcode", "edge_index", "config_feat", "config_runtime",
+             "config_runtime_normalizers"),
+    "layout": ("node_feat", "node_opcode", "edge_index", "node_config_feat", "node_config_ids",
+               "node_splits", "config_runtime"),
+}
+TPUGRAPHS_FOLDERS: Mapping[str, str] = {"tile": "npz/tile/xla", "layout": "npz/layout/xla/random"}
+TPUGRAPHS_FEATURES = 140  # node_feat columns of the public files; hlotune's extended ones follow

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.data.builtin import ROOT
+from hlotune.data.builtin import resolve
 from hlotune.errors import HlotuneError
 from hlotune.tuning.cost_model import CostModel
 from hlotune.tuning.online import ChoiceModel
@@ -48,7 +48,7 @@ def load_transfer(spec: str, space_kind: str) -> TransferCostModel:
     if space_kind == "layout":
         raise HlotuneError("the transfer model ranks flags; layouts name each program's own tensors")
     _, _, folder = spec.partition("@")
-    root = Path(folder) if folder else ROOT / "flags" / "train"
+    root = Path(folder) if folder else resolve("builtin:flags/train")
     files = sorted(npz for npz in root.glob("*.npz") if npz.with_suffix(".json").is_file())
     if not files:
         raise HlotuneError(f"{root}: no collected programs (NAME.npz beside NAME.json) to transfer from")

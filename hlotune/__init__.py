@@ -13,7 +13,7 @@ _API = {
     "autotune": ("hlotune.tuning.autotune", "autotune"),
     "compiled": ("hlotune.tuning.compiled", "compiled"),
     "cross_validate": ("hlotune.evaluation.crossval", "cross_validate"),
-    "featurize": ("hlotune.hlo.sources", "load_samples"),
+    "featurize_source": ("hlotune.hlo.sources", "load_samples"),
     "inspect": ("hlotune.hlo.inspection", "inspect_path"),
     "load_program": ("hlotune.programs", "load_program"),
     "read_sample": ("hlotune.data.npz", "read_sample"),
@@ -21,8 +21,11 @@ _API = {
     "Dataset": ("hlotune.data.dataset", "Dataset"),
     "tune": ("hlotune.tuning.tuner", "tune"),
 }
+# Old name -> new, kept one release: `featurize` was easily taken for hlo.featurize.featurize,
+# which turns one graph into arrays, where this reads a source's samples.
+_RENAMED = {"featurize": "featurize_source"}
 
 __all__ = ["__version__", *_API]
 
 
-__getattr__ = lazy_attributes(__name__, _API)
+__getattr__ = lazy_attributes(__name__, _API, _RENAMED)

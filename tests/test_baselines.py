@@ -11,7 +11,7 @@ import pytest
 from hlotune.compiler.flags import DEFAULT_FLAGS, FLAG_FEATURE_NAMES, FlagConfig
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
-from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.evaluate import evaluate
 from hlotune.hlo.opcodes import OPCODE_NAMES
@@ -75,7 +75,7 @@ def test_analytical_tile_and_flags_rules():
     assert np.argmin(analytical_scores(tile)) == 1
     rows = [DEFAULT_FLAGS, FlagConfig.from_dict({"xla_backend_optimization_level": 0}),
             FlagConfig((), ("fusion",)), FlagConfig.from_dict({"xla_cpu_max_isa": "AVX"})]
-    flags = GraphSample(graph, FlagConfigs(np.stack([r.features() for r in rows]),
+    flags = GraphSample(graph, FlagConfigArrays(np.stack([r.features() for r in rows]),
                                            np.array(FLAG_FEATURE_NAMES), np.ones(4, np.int64)))
     scores = analytical_scores(flags)
     assert scores[0] == scores[3] == 0.0  # the ISA's effect depends on the machine: no penalty
@@ -92,7 +92,7 @@ def _flags_folder(folder, graphs=range(4)) -> Dataset:
         feat[:, level] = rng.integers(0, 4, 50)
         log_runtime = 10 + g + 0.5 * (feat[:, level] == 0) + 0.2 * feat[:, fusion]
         runtimes = np.exp(log_runtime + rng.normal(0, 0.01, 50)).astype(np.int64)
-        configs = FlagConfigs(feat, np.array(FLAG_FEATURE_NAMES), runtimes)
+        configs = FlagConfigArrays(feat, np.array(FLAG_FEATURE_NAMES), runtimes)
         write_sample(folder / f"g{g}.npz", GraphSample(_graph([(4 + g, 8)] * (g + 2)), configs))
     return Dataset(folder)
 

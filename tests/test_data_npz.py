@@ -15,7 +15,7 @@ import hlotune.data.dataset as dataset_module
 from hlotune.data import schema
 from hlotune.data.dataset import Dataset, split_info
 from hlotune.data.npz import CONFIG_TYPES, peek, read_sample, validate_arrays, write_sample
-from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample
 from hlotune.errors import HlotuneError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,7 +46,7 @@ def assert_same_arrays(got: Arrays, want: Arrays) -> None:
 def flags_sample(graph: GraphArrays) -> GraphSample:
     """A plausible hlotune flags sample: 4 configs of 3 named options, 3 timings each."""
     samples = np.array([[900, 1000, 1100], [2000, 2100, 2050], [400, 420, 410], [0, 5, 7]])
-    configs = FlagConfigs(
+    configs = FlagConfigArrays(
         config_feat=np.array([[0, 1, 2], [1, 0, 2], [1, 1, 0], [0, 0, 1]], dtype=np.float32),
         config_feat_names=np.array(["xla_opt_level", "xla_fusion", "xla_cpu_fast_math"]),
         config_runtime=np.median(samples, axis=1).astype(np.int64),

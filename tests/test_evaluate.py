@@ -8,7 +8,7 @@ import pytest
 from hlotune.data import metrics
 from hlotune.data.dataset import Dataset
 from hlotune.data.metrics import target_runtimes
-from hlotune.data.sample import FlagConfigs, GraphSample
+from hlotune.data.sample import FlagConfigArrays, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.evaluate import evaluate, noise_ceiling
 
@@ -45,12 +45,12 @@ def test_noise_ceiling_from_odd_and_even_samples(tpugraphs_dir):
     graph = Dataset(tpugraphs_dir / "npz/tile/xla/train")[0].graph
     true = np.array([100.0, 200.0, 300.0, 400.0])
     samples = (true[:, None] + np.array([[1, -1, 2, -2]])).astype(np.int64)  # clean separation
-    sample = GraphSample(graph, FlagConfigs(np.zeros((4, 1), np.float32), np.array(["x"]),
+    sample = GraphSample(graph, FlagConfigArrays(np.zeros((4, 1), np.float32), np.array(["x"]),
                                             true.astype(np.int64), samples))
     assert noise_ceiling(sample) == pytest.approx(1.0)
     noisy = samples.copy()
     noisy[:, 1::2] = noisy[::-1, 1::2]  # odd samples rank the configs the other way round
-    assert noise_ceiling(GraphSample(graph, FlagConfigs(sample.configs.config_feat, np.array(["x"]),
+    assert noise_ceiling(GraphSample(graph, FlagConfigArrays(sample.configs.config_feat, np.array(["x"]),
                                                         true.astype(np.int64), noisy))) == pytest.approx(-1.0)
 
 

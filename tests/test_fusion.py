@@ -117,7 +117,7 @@ def test_fusion_configs_round_trip_through_dicts_and_genomes(two_users):
 
 @pytest.fixture(scope="module")
 def transformer():
-    from hlotune.tuning.measured_fusion import FusionProblem
+    from hlotune.opt.measured_fusion import FusionProblem
 
     return FusionProblem.load("zoo:transformer@tiny")
 
@@ -139,7 +139,7 @@ def test_fuse_bits_map_to_merges_and_splits(transformer):
 def test_policy_proposals_are_ranked_by_the_module_roofline(transformer):
     from hlotune.compiler.fusion_space import module_seconds
     from hlotune.opt.commands import PRETRAINED_DIR
-    from hlotune.tuning.measured_fusion import policy_proposals, ranked
+    from hlotune.opt.measured_fusion import policy_proposals, ranked
     from hlotune.opt.policy import GOPolicy
 
     policy, _ = GOPolicy.load(PRETRAINED_DIR)

@@ -12,8 +12,8 @@ from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.opt.commands import PRETRAINED_DIR
 from hlotune.opt.policy import GOPolicy
-from hlotune.tuning.fusion_fine_tune import FineTuneSettings, fine_tune
-from hlotune.tuning.measured_fusion import FusionProblem
+from hlotune.opt.fusion_fine_tune import FineTuneSettings, fine_tune
+from hlotune.opt.measured_fusion import FusionProblem
 
 PROGRAM = "zoo:transformer@tiny"  # XLA makes kernels it can split or merge
 

@@ -19,7 +19,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "hlotune"
 FORBIDDEN = [("models", "compiler"), ("hlo", "models"), ("data", "collect"),
              ("train", "evaluation"), ("models", "evaluation")] + [
     (stage, "cli") for stage in ("collect", "compiler", "data", "evaluation", "hlo", "models",
-                                 "opt", "programs", "report", "train", "tuning", "zoo")
+                                 "opt", "programs", "report", "train", "tuning")
 ]
 
 
@@ -90,7 +90,7 @@ def test_the_checks_can_fail():
     """The walker sees lazy imports, and the cycle finder finds a planted cycle."""
     graph = import_graph()
     assert "tuning" in graph["cli"]  # cli imports hlotune.tuning.commands at module level
-    assert "zoo" in graph["programs"]  # programs imports the zoo inside a function
+    assert "evaluation" in graph["tuning"]  # tuning/cost_model.py imports it inside a function
     planted = {"a": {"b": ["x"]}, "b": {"c": ["y"]}, "c": {"a": ["z"]}}
     assert find_cycle(planted) == ["a", "b", "c", "a"]
 

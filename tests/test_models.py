@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
 from hlotune.errors import HlotuneError
 from hlotune.models import (
     GraphCostModel,
@@ -58,7 +58,7 @@ def flags_sample(seed: int = 0, n: int = 15, c: int = 5) -> GraphSample:
     feat = rng.integers(0, 3, size=(c, 4)).astype(np.float32)
     feat[:, 3] = 7.0  # a constant column
     names = np.array(["a", "b", "c", "d"])
-    return GraphSample(_graph(rng, n), FlagConfigs(feat, names, _runtimes(rng, c)), name=f"flags{seed}")
+    return GraphSample(_graph(rng, n), FlagConfigArrays(feat, names, _runtimes(rng, c)), name=f"flags{seed}")
 
 
 def tile_sample(seed: int = 0, n: int = 6, c: int = 5) -> GraphSample:

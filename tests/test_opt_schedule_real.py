@@ -147,11 +147,11 @@ def test_moves_keep_orders_valid_and_move_one_instruction(ops):
 
 def test_the_search_never_ends_above_where_it_started(program, ops):
     from hlotune.opt.schedules import Moves, depth_first
-    from hlotune.tuning.measured_schedule import Climb
+    from hlotune.opt.measured_schedule import ScheduleClimber
 
     _, lowered, _ = program
     start = compile_schedule(lowered, depth_first(ops))
-    climb = Climb(lowered, Moves(ops), start, seed=0)
+    climb = ScheduleClimber(lowered, Moves(ops), start, seed=0)
     found = climb.run(float("inf"), max_moves=6)
     assert climb.moves == 6 and 0 <= climb.kept <= 6
     assert found.peak_bytes <= start.peak_bytes
@@ -160,7 +160,7 @@ def test_the_search_never_ends_above_where_it_started(program, ops):
 
 def opt(*argv: str) -> int:
     from hlotune.opt.commands import add_commands
-    from hlotune.tuning import measured_fusion, measured_schedule
+    from hlotune.opt import measured_fusion, measured_schedule
 
     parser = argparse.ArgumentParser(prog="hlotune")
     add_commands(parser.add_subparsers(required=True),

@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 
-from hlotune.zoo import WORKLOADS
+from hlotune.programs.zoo import WORKLOADS
 
 NAMES = sorted(WORKLOADS)
 

@@ -2,7 +2,7 @@
 `FINGERPRINT.json` beside it: the programs and families the kernel came from, its names there,
 its noise floor and XLA's own choice.
 
-The graph is the kernel's fused computation standing alone (kernels.HloText.module_of),
+The graph is the kernel's fused computation standing alone (hlo/text.py HloText.module_of),
 featurized with the same 140 features as every hlotune graph.
 """
 

@@ -1,7 +1,7 @@
 """Configs of one program as a GraphSample: the one encoding that collection writes to disk and
 that cost models read while tuning, so a model ranks candidates exactly as it was trained.
 
-The program's graph is featurized once; the configs become flag features (`FlagConfigs`, one
+The program's graph is featurized once; the configs become flag features (`FlagConfigArrays`, one
 named column per option value), per-site layouts (`LayoutConfigs`) or per-kernel fusion
 decisions (`FusionConfigs`), whose graph is the default fused module (fusion_features.py).
 """
@@ -18,7 +18,7 @@ from hlotune.compiler.flags import FLAG_FEATURE_NAMES, FLAG_FEATURE_NUMERICS
 from hlotune.compiler.fusion_features import FusionSites
 from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.data.sample import FlagConfigs, FusionConfigs, GraphArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigArrays, FusionConfigs, GraphArrays, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
 
@@ -58,7 +58,7 @@ class ConfigEncoder:
         if collection == "flags":
             feat = np.stack([config.flags.features() for config in configs])
             numerics = np.array(FLAG_FEATURE_NUMERICS, np.int64)
-            encoded = FlagConfigs(feat, np.array(FLAG_FEATURE_NAMES), runtime, **measured,
+            encoded = FlagConfigArrays(feat, np.array(FLAG_FEATURE_NAMES), runtime, **measured,
                                   config_feat_numerics=numerics)
         elif collection == "layout":
             feat = self.layouts.node_config_feat([config.layout for config in configs])

@@ -20,16 +20,10 @@ XLA compiles them and what they cost is for the compiler and the measurement to 
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
-from hlotune.compiler.kernels import APPLIES, CALLS, KIND, HloText, backend_config
+from hlotune.compiler.kernels import backend_config
 from hlotune.errors import HlotuneError
+from hlotune.hlo.text import NAME, HloText, InstructionLine, without_layout
 
-_HEAD = re.compile(r"^\s*(ROOT )?%([\w.\-]+) = (.*?) ([a-z][\w\-]*)\(")
-_REF = re.compile(r"%([\w.\-]+)")
-_PARAMETER = re.compile(r"\bparameter\((\d+)\)")
-_LAYOUT = re.compile(r"\{[^{}]*\}")
 # Instructions too cheap to be worth a kernel of their own: views, constants, broadcasts.
 _TRIVIAL = frozenset({"parameter", "constant", "broadcast", "bitcast", "reshape", "iota", "tuple",
                       "get-tuple-element", "slice", "copy", "transpose", "convert"})
@@ -45,66 +39,18 @@ FUSIBLE_CONSUMERS = ("kLoop", "kInput")
 SPLITS_PER_KERNEL = 3  # the split points offered per kernel: those that move the most work
 
 
-@dataclass(frozen=True)
-class Instruction:
-    """One instruction line, with where its operand list sits in the line."""
-
-    line: str
-    name: str
-    shape: str
-    opcode: str
-    operands: tuple[str, ...]
-    operand_span: tuple[int, int]
-    is_root: bool
-
-    @classmethod
-    def parse(cls, line: str) -> Instruction | None:
-        head = _HEAD.match(line)
-        if head is None:
-            return None
-        begin = head.end()
-        end = _closing(line, begin - 1)
-        return cls(line, head.group(2), head.group(3), head.group(4),
-                   tuple(_REF.findall(line[begin:end])), (begin, end), head.group(1) is not None)
-
-    @property
-    def number(self) -> int:
-        """A parameter's number."""
-        return int(_PARAMETER.search(self.line).group(1))
-
-    @property
-    def kind(self) -> str:
-        found = KIND.search(self.line)
-        return found.group(1) if found else "kLoop"
-
-    @property
-    def called(self) -> str:
-        return CALLS.search(self.line).group(1)
-
-    def renamed(self, rename: dict[str, str], *, root: bool = False) -> str:
-        """The line with its name and operands renamed (attributes untouched), ROOT as asked."""
-        begin, end = self.operand_span
-        operands = _REF.sub(lambda m: "%" + rename.get(m.group(1), m.group(1)), self.line[begin:end])
-        name = rename.get(self.name, self.name)
-        rest = self.line[_HEAD.match(self.line).end(3):begin]
-        return f"  {'ROOT ' if root else ''}%{name} = {self.shape}{rest}{operands}{self.line[end:]}"
-
-    def with_operands(self, operands: list[str]) -> str:
-        begin, end = self.operand_span
-        return self.line[:begin] + ", ".join("%" + o for o in operands) + self.line[end:]
-
-
 class Module:
     """A module's text as computations (header and instruction lines each), edited by name."""
 
     def __init__(self, text: str) -> None:
         hlo = HloText.parse(text)
-        first = min(hlo.headers.values())
-        self.preamble = hlo.lines[:first]
-        self.order = sorted(hlo.headers, key=hlo.headers.get)
-        self.headers = {name: hlo.lines[hlo.headers[name]] for name in self.order}
-        self.bodies = {name: [hlo.lines[i] for i in hlo.computations[name]] for name in self.order}
-        self._parsed: dict[str, tuple[tuple[str, ...], dict[str, Instruction]]] = {}
+        computations = sorted(hlo.computations.values(), key=lambda c: c.header)
+        self.preamble = list(hlo.lines[:computations[0].header])
+        self.order = [c.name for c in computations]
+        self.headers = {c.name: hlo.lines[c.header] for c in computations}
+        self.bodies = {c.name: [hlo.lines[i] for i in c.body] for c in computations}
+        self._parsed: dict[str, tuple[tuple[str, ...], dict[str, InstructionLine]]] = {
+            c.name: (tuple(self.bodies[c.name]), {i.name: i for i in c.instructions.values()}) for c in computations}
         self.names = {i.name for name in self.order for i in self.body(name).values()}
 
     @property
@@ -114,21 +60,21 @@ class Module:
             parts += [self.headers[name], *self.bodies[name], "}", ""]
         return "\n".join(parts) + "\n"
 
-    def body(self, computation: str) -> dict[str, Instruction]:
+    def body(self, computation: str) -> dict[str, InstructionLine]:
         """The computation's instructions by name, parsed again only when its lines changed
         (a rewrite reads the same bodies many times between edits)."""
         lines = tuple(self.bodies[computation])
         cached = self._parsed.get(computation)
         if cached is None or cached[0] != lines:
-            found = (Instruction.parse(line) for line in lines)
+            found = (InstructionLine.parse(line) for line in lines)
             cached = (lines, {i.name: i for i in found if i is not None})
             self._parsed[computation] = cached
         return cached[1]
 
-    def users(self, computation: str, name: str) -> list[Instruction]:
+    def users(self, computation: str, name: str) -> list[InstructionLine]:
         return [i for i in self.body(computation).values() if name in i.operands]
 
-    def kernel(self, name: str) -> tuple[str, Instruction]:
+    def kernel(self, name: str) -> tuple[str, InstructionLine]:
         """(host computation, fusion instruction) of a kernel, by name."""
         for host in self.order:
             found = self.body(host).get(name)
@@ -147,41 +93,41 @@ class Module:
     def split(self, kernel: str, at: str) -> None:
         """Move `at` and what it needs out of `kernel` into a fusion of its own."""
         host, fusion = self.kernel(kernel)
-        body = self.body(fusion.called)
+        body = self.body(fusion.calls)
         point = body.get(at)
         if point is None or point.is_root or point.opcode == "parameter":
             raise HlotuneError(f"{kernel}: {at} is not an instruction to split at (its fused "
                                f"computation has {', '.join(list(body)[:8])})")
         cluster = _ancestors(body, at)
         needed = sorted((i for i in body.values() if i.opcode == "parameter"
-                         and any(i.name in body[c].operands for c in cluster)), key=lambda i: i.number)
-        producer = self._add_computation(fusion.called, [i for i in body.values() if i.name in cluster],
+                         and any(i.name in body[c].operands for c in cluster)), key=lambda i: i.parameter_number)
+        producer = self._add_computation(fusion.calls, [i for i in body.values() if i.name in cluster],
                                          needed, root=at)
         name = self.fresh(kernel)
-        operands = ", ".join("%" + fusion.operands[p.number] for p in needed)
+        operands = ", ".join("%" + fusion.operands[p.parameter_number] for p in needed)
         new_fusion = (f"  %{name} = {point.shape} fusion({operands}), kind=kLoop, calls=%{producer}"
                       + _partitions(fusion, point.shape))
         count = sum(i.opcode == "parameter" for i in body.values())
-        self._replace(fusion.called, at, [f"  %{at} = {point.shape} parameter({count})"])
-        self._drop_dead(fusion.called)
-        unused = self._drop_unused_parameters(fusion.called)
-        self._retype(fusion.called)
+        self._replace(fusion.calls, at, [f"  %{at} = {point.shape} parameter({count})"])
+        self._drop_dead(fusion.calls)
+        unused = self._drop_unused_parameters(fusion.calls)
+        self._retype(fusion.calls)
         operands = [o for n, o in enumerate([*fusion.operands, name]) if n not in unused]
-        self._replace(host, kernel, [new_fusion, fusion.with_operands(operands)])
+        self._replace(host, kernel, [new_fusion, _with_operands(fusion, operands)])
 
-    def movable(self, fusion: Instruction) -> bool:
+    def movable(self, fusion: InstructionLine) -> bool:
         """Whether a fusion may be split or merged: a loop or input fusion without in-place
         or library instructions."""
-        return fusion.kind in FUSIBLE_CONSUMERS and not any(
-            i.opcode in _UNMOVABLE for i in self.body(fusion.called).values())
+        return fusion.fusion_kind in FUSIBLE_CONSUMERS and not any(
+            i.opcode in _UNMOVABLE for i in self.body(fusion.calls).values())
 
     def mergeable(self, kernel: str) -> bool:
         """Whether `kernel` is a loop fusion whose every user is a movable fusion of the same
         computation that reads it once."""
         host, fusion = self.kernel(kernel)
-        if fusion.kind != "kLoop" or fusion.shape.startswith("(") or fusion.is_root or not self.movable(fusion):
+        if fusion.fusion_kind != "kLoop" or fusion.shape.startswith("(") or fusion.is_root or not self.movable(fusion):
             return False
-        if any(i.opcode in _NOT_INLINABLE for i in self.body(fusion.called).values()):
+        if any(i.opcode in _NOT_INLINABLE for i in self.body(fusion.calls).values()):
             return False
         users = self.users(host, kernel)
         return bool(users) and all(u.opcode == "fusion" and self.movable(u)
@@ -196,61 +142,61 @@ class Module:
         for consumer in self.users(host, kernel):
             self._inline(producer, consumer, host)
         self._replace(host, kernel, [])
-        self._drop_computation(producer.called)
+        self._drop_computation(producer.calls)
 
-    def _inline(self, producer: Instruction, consumer: Instruction, host: str) -> None:
-        computation = consumer.called
+    def _inline(self, producer: InstructionLine, consumer: InstructionLine, host: str) -> None:
+        computation = consumer.calls
         body = self.body(computation)
         slot = consumer.operands.index(producer.name)
         operands = [o for n, o in enumerate(consumer.operands) if n != slot]
-        by_number = {i.number: i for i in body.values() if i.opcode == "parameter"}
+        by_number = {i.parameter_number: i for i in body.values() if i.opcode == "parameter"}
         kept = [by_number[n] for n in sorted(by_number) if n != slot]
         positions = [p.name for p in kept]  # the consumer's parameter for each of `operands`
         rename, added = {}, []
-        for inner in self.body(producer.called).values():
+        for inner in self.body(producer.calls).values():
             if inner.opcode != "parameter":
                 continue
-            outer = producer.operands[inner.number]
+            outer = producer.operands[inner.parameter_number]
             if outer not in operands:
                 positions.append(self.fresh(inner.name))
                 added.append(f"  %{positions[-1]} = {inner.shape} parameter({len(operands)})")
                 operands.append(outer)
             rename[inner.name] = positions[operands.index(outer)]
-        inlined = [i for i in self.body(producer.called).values() if i.opcode != "parameter"]
+        inlined = [i for i in self.body(producer.calls).values() if i.opcode != "parameter"]
         for inner in inlined:
             rename[inner.name] = by_number[slot].name if inner.is_root else self.fresh(inner.name)
         lines = list(added)
         for instruction in body.values():
             if instruction.opcode != "parameter":
                 lines.append(instruction.line)
-            elif instruction.number == slot:
-                lines += [i.renamed(rename) for i in inlined]
+            elif instruction.parameter_number == slot:
+                lines += [_renamed(i, rename) for i in inlined]
             else:
-                lines.append(_PARAMETER.sub(f"parameter({kept.index(instruction)})", instruction.line, 1))
+                lines.append(instruction.with_operand_text(str(kept.index(instruction))))
         self.bodies[computation] = lines
         self._retype(computation)
-        self._replace(host, consumer.name, [self.body(host)[consumer.name].with_operands(operands)])
+        self._replace(host, consumer.name, [_with_operands(self.body(host)[consumer.name], operands)])
 
-    def _add_computation(self, beside: str, instructions: list[Instruction],
-                         parameters: list[Instruction], root: str) -> str:
+    def _add_computation(self, beside: str, instructions: list[InstructionLine],
+                         parameters: list[InstructionLine], root: str) -> str:
         """A new fused computation of `instructions` over fresh parameters, placed before
         `beside`; its name."""
         name = self.fresh(beside)
         rename = {i.name: self.fresh(i.name) for i in [*parameters, *instructions]}
         lines = [f"  %{rename[p.name]} = {p.shape} parameter({n})" for n, p in enumerate(parameters)]
-        lines += [i.renamed(rename, root=i.name == root) for i in instructions]
+        lines += [_renamed(i, rename, root=i.name == root) for i in instructions]
         self.order.insert(self.order.index(beside), name)
         self.bodies[name] = lines
-        self.headers[name] = f"%{name} () -> {_LAYOUT.sub('', instructions[-1].shape)} {{"
+        self.headers[name] = f"%{name} () -> {without_layout(instructions[-1].shape)} {{"
         self._retype(name)
         return name
 
     def _drop_computation(self, name: str) -> None:
         """Remove a fused computation nothing calls any more (and what only it called)."""
-        reference = re.compile(rf"%{re.escape(name)}\b(?![.\-])")
-        if any(reference.search(line) for other in self.order if other != name for line in self.bodies[other]):
+        if any(name in i.called_computations for other in self.order if other != name
+               for i in self.body(other).values()):
             return
-        called = {m.group(1) for line in self.bodies[name] for m in APPLIES.finditer(line)}
+        called = {c for i in self.body(name).values() for c in i.called_computations}
         self.order.remove(name)
         del self.bodies[name], self.headers[name]
         for inner in called:
@@ -265,26 +211,26 @@ class Module:
     def _retype(self, computation: str) -> None:
         """The computation's header, rewritten from its parameter and root lines."""
         body = self.body(computation).values()
-        parameters = sorted((i for i in body if i.opcode == "parameter"), key=lambda i: i.number)
+        parameters = sorted((i for i in body if i.opcode == "parameter"), key=lambda i: i.parameter_number)
         root = next(i for i in body if i.is_root)
-        signature = ", ".join(f"{p.name}: {_LAYOUT.sub('', p.shape)}" for p in parameters)
-        self.headers[computation] = f"%{computation} ({signature}) -> {_LAYOUT.sub('', root.shape)} {{"
+        signature = ", ".join(f"{p.name}: {without_layout(p.shape)}" for p in parameters)
+        self.headers[computation] = f"%{computation} ({signature}) -> {without_layout(root.shape)} {{"
 
     def _drop_unused_parameters(self, computation: str) -> set[int]:
         """Remove parameters nothing reads (the verifier rejects them) and renumber the rest;
         the numbers removed, for the fusion to drop those operands."""
         body = self.body(computation)
         used = {o for i in body.values() for o in i.operands}
-        parameters = sorted((i for i in body.values() if i.opcode == "parameter"), key=lambda i: i.number)
-        unused = {p.number for p in parameters if p.name not in used and not p.is_root}
-        renumber = {p.name: n for n, p in enumerate(p for p in parameters if p.number not in unused)}
+        parameters = sorted((i for i in body.values() if i.opcode == "parameter"), key=lambda i: i.parameter_number)
+        unused = {p.parameter_number for p in parameters if p.name not in used and not p.is_root}
+        renumber = {p.name: n for n, p in enumerate(p for p in parameters if p.parameter_number not in unused)}
         lines = []
         for line in self.bodies[computation]:
-            instruction = Instruction.parse(line)
+            instruction = InstructionLine.parse(line)
             if instruction is None or instruction.opcode != "parameter":
                 lines.append(line)
-            elif instruction.number not in unused:
-                lines.append(_PARAMETER.sub(f"parameter({renumber[instruction.name]})", line, 1))
+            elif instruction.parameter_number not in unused:
+                lines.append(instruction.with_operand_text(str(renumber[instruction.name])))
         self.bodies[computation] = lines
         return unused
 
@@ -297,7 +243,7 @@ class Module:
             if not dead:
                 return
             self.bodies[computation] = [line for line in self.bodies[computation]
-                                        if (i := Instruction.parse(line)) is None or i.name not in dead]
+                                        if (i := InstructionLine.parse(line)) is None or i.name not in dead]
 
 
 def split_points(module: Module, kernel: str) -> list[str]:
@@ -306,14 +252,14 @@ def split_points(module: Module, kernel: str) -> list[str]:
     _, fusion = module.kernel(kernel)
     if not module.movable(fusion):
         return []
-    body = module.body(fusion.called)
+    body = module.body(fusion.calls)
     points = [i.name for i in body.values()
               if not i.is_root and i.opcode not in _TRIVIAL and not i.shape.startswith("(")]
     points.sort(key=lambda name: -len(_ancestors(body, name)))
     return points[:SPLITS_PER_KERNEL]
 
 
-def _ancestors(body: dict[str, Instruction], name: str) -> set[str]:
+def _ancestors(body: dict[str, InstructionLine], name: str) -> set[str]:
     """`name` and every non-parameter instruction it needs, within one computation."""
     seen, pending = set(), [name]
     while pending:
@@ -325,19 +271,19 @@ def _ancestors(body: dict[str, Instruction], name: str) -> set[str]:
     return seen
 
 
-def _closing(line: str, open_at: int) -> int:
-    depth = 0
-    for position in range(open_at, len(line)):
-        if line[position] == "(":
-            depth += 1
-        elif line[position] == ")":
-            depth -= 1
-            if depth == 0:
-                return position
-    raise HlotuneError(f"unbalanced parentheses in HLO line {line.strip()[:120]!r}")
+def _renamed(instruction: InstructionLine, rename: dict[str, str], *, root: bool = False) -> str:
+    """The line with its name and operands renamed (attributes untouched), ROOT as asked."""
+    operands = NAME.sub(lambda m: "%" + rename.get(m.group(1), m.group(1)), instruction.operand_text)
+    name = rename.get(instruction.name, instruction.name)
+    tail = instruction.line[instruction.operand_span[1]:]
+    return f"  {'ROOT ' if root else ''}%{name} = {instruction.shape} {instruction.opcode}({operands}{tail}"
 
 
-def _partitions(fusion: Instruction, shape: str) -> str:
+def _with_operands(instruction: InstructionLine, operands: list[str]) -> str:
+    return instruction.with_operand_text(", ".join("%" + o for o in operands))
+
+
+def _partitions(fusion: InstructionLine, shape: str) -> str:
     """The kernel's outer-dimension partitions for a fusion split from it, where they fit the
     new fusion's rank (XLA assigned them before our pass runs; a fusion without them runs on
     one thread)."""

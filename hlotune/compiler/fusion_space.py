@@ -47,7 +47,7 @@ def module_seconds(text: str) -> float:
     Loop bodies count once (trip counts are not in the text).
     """
     module = Module(text)
-    fused = {i.called for host in module.order for i in module.body(host).values() if i.opcode == "fusion"}
+    fused = {i.calls for host in module.order for i in module.body(host).values() if i.opcode == "fusion"}
     seconds = 0.0
     for host in module.order:
         if host in fused:
@@ -58,7 +58,7 @@ def module_seconds(text: str) -> float:
                 continue
             moved = sum(_bytes(body[o].shape) for o in instruction.operands if o in body)
             moved += _bytes(instruction.shape)
-            flops = _flops(module, instruction.called) if instruction.opcode == "fusion" else 0.0
+            flops = _flops(module, instruction.calls) if instruction.opcode == "fusion" else 0.0
             seconds += max(flops / CORE_FLOPS, moved / CORE_BANDWIDTH) + LAUNCH_S
     return seconds
 

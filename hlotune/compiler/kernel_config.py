@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from hlotune.compiler.fusion_rewrite import Module
-from hlotune.compiler.kernels import HloText, backend_config, kernel_lines, with_backend_config
+from hlotune.compiler.kernels import backend_config, kernel_lines, with_backend_config
 from hlotune.errors import HlotuneError
+from hlotune.hlo.text import HloText
 
 PARTITIONS = "outer_dimension_partitions"
 FUSION = "fusion"
@@ -69,15 +70,16 @@ class KernelConfig:
         if self.is_default:
             return text
         hlo = HloText.parse(text)
+        lines = list(hlo.lines)
         wanted = dict(self.partitions)
         names = {}  # key -> instruction name, on XLA's own module
         for index, kernel in list(kernel_lines(hlo)):
             names[kernel.key] = kernel.name
             if kernel.key in wanted:
-                config = backend_config(hlo.lines[index]) | {PARTITIONS: [str(p) for p in wanted[kernel.key]]}
-                hlo.lines[index] = with_backend_config(hlo.lines[index], config)
+                config = backend_config(lines[index]) | {PARTITIONS: [str(p) for p in wanted[kernel.key]]}
+                lines[index] = with_backend_config(lines[index], config)
         _check_keys([*wanted, *dict(self.fusion)], names)
-        text = "\n".join(hlo.lines) + "\n"
+        text = "\n".join(lines) + "\n"
         if not self.fusion:
             return text
         module = Module(text)

@@ -1,6 +1,6 @@
 """A kernel as a TpuGraphs tile sample: what the tile collection writes and a tile model ranks.
 
-The graph is the kernel's fused computation standing alone (kernels.HloText.module_of),
+The graph is the kernel's fused computation standing alone (hlo/text.py HloText.module_of),
 featurized with the same 140 features as every hlotune graph; each config is one partitioning
 of its outer dimensions. Collection (collect/tile_files.py) labels the configs with measured
 runtimes; the tile tuner (tuning/kernelwise.py) asks a model to rank them unlabelled.
@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlotune.compiler.flags import DEFAULT_FLAGS, FAST_MATH, FLAG_FEATURE_NAMES, FlagConfig
+from hlotune.compiler.flags import (
+    DEFAULT_FLAGS,
+    FAST_MATH,
+    FLAG_FEATURE_NAMES,
+    FlagConfig,
+)
 from hlotune.data.sample import GraphSample, TileConfigs
+from hlotune.hlo.costs import roofline
 from hlotune.hlo.graph import HloGraph
-from hlotune.opt.costs import op_graph
 
 TILE_FEATURES = 24  # config_feat width of the TpuGraphs tile collection
 MAX_DIMS = 6  # partitions per outer dimension in config_feat[:, :6]
@@ -51,10 +56,9 @@ def tile_configs(hlo: HloGraph, config_feat: np.ndarray, runtimes: np.ndarray | 
 
 
 def kernel_roofline(hlo: HloGraph) -> np.ndarray:
-    """The kernel's flops and bytes (operands read, outputs written), counted by opt/costs.py's
+    """The kernel's flops and bytes (operands read, outputs written), counted by hlo/costs.py's
     HloCostAnalysis-like rules: the analytical baseline's roofline inputs."""
-    costs = op_graph(hlo)
-    return np.array([costs.flops.sum(), (costs.bytes_in + costs.bytes_out).sum()])
+    return np.array(roofline(hlo))
 
 
 def codegen_options(flags: FlagConfig) -> np.ndarray:

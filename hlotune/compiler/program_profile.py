@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.kernels import kernels_of, source_lines
+from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.measure import MeasureSettings, Measurement, measure
 from hlotune.errors import HlotuneError
+from hlotune.hlo.text import source_lines
 
 
 @dataclass(frozen=True)

@@ -21,14 +21,13 @@ optimised one.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hlotune.compiler.hook import POST_SCHEDULER, compile_with_pass
-from hlotune.compiler.kernels import HloText, without_metadata
 from hlotune.errors import HlotuneError
+from hlotune.hlo.text import HloText, InstructionLine
 
 SCHEDULER_OPTION = "xla_cpu_scheduler_type"
 # XLA:CPU's scheduler choices: short name -> the DebugOptions enum value.
@@ -37,8 +36,6 @@ SCHEDULERS = {
     "memory": "CPU_SCHEDULER_TYPE_MEMORY_OPTIMIZED",
     "concurrency": "CPU_SCHEDULER_TYPE_CONCURRENCY_OPTIMIZED",
 }
-
-_REFERENCE = re.compile(r"%([\w.\-]+)")
 
 
 @dataclass(frozen=True)
@@ -56,18 +53,17 @@ class EntrySchedule:
     @classmethod
     def parse(cls, text: str) -> EntrySchedule:
         hlo = HloText.parse(text)
-        computation = _entry(hlo)
-        matches = [match for _, match in hlo.instructions(computation)]
-        if len(matches) != len(hlo.computations[computation]):
-            raise HlotuneError(f"unreadable instruction lines in the entry computation {computation}")
-        names = tuple(m.group(1) for m in matches)
+        entry = hlo.computations[hlo.entry]
+        instructions = list(entry.instructions.values())
+        if len(instructions) != len(entry.body):
+            raise HlotuneError(f"unreadable instruction lines in the entry computation {entry.name}")
+        names = tuple(i.name for i in instructions)
         position = {name: i for i, name in enumerate(names)}
-        after = tuple(_references(m.string, position) for m in matches)
-        roots = [i for i, m in enumerate(matches) if m.string.lstrip().startswith("ROOT ")]
+        after = tuple(_references(i, position) for i in instructions)
+        roots = [i for i, instruction in enumerate(instructions) if instruction.is_root]
         if len(roots) != 1:
-            raise HlotuneError(f"entry computation {computation} has {len(roots)} ROOT instructions")
-        return cls(computation, names, tuple(m.group(3) for m in matches), after, roots[0],
-                   tuple(hlo.computations[computation]))
+            raise HlotuneError(f"entry computation {entry.name} has {len(roots)} ROOT instructions")
+        return cls(entry.name, names, tuple(i.opcode for i in instructions), after, roots[0], entry.body)
 
     def check(self, order: Sequence[str]) -> tuple[int, ...]:
         """The order as indices, if it is one this computation may run in: each instruction
@@ -131,16 +127,7 @@ def compile_schedule(lowered: Any, order: Sequence[str] | None = None, *,
     return ScheduledCompile(executable, text, ran, peak)
 
 
-def _entry(hlo: HloText) -> str:
-    entries = [name for name, line in hlo.headers.items() if hlo.lines[line].startswith("ENTRY ")]
-    if len(entries) != 1:
-        raise HlotuneError(f"an HLO module has one ENTRY computation, this text has {len(entries)}")
-    return entries[0]
-
-
-def _references(line: str, position: dict[str, int]) -> tuple[int, ...]:
-    """The entry instructions an instruction line names (operands, control predecessors)."""
-    name, rest = line.split(" = ", 1)
-    own = name.strip().removeprefix("ROOT ").lstrip("%")
-    found = (position[r] for r in _REFERENCE.findall(without_metadata(rest)) if r in position and r != own)
-    return tuple(dict.fromkeys(found))
+def _references(instruction: InstructionLine, position: dict[str, int]) -> tuple[int, ...]:
+    """The entry instructions an instruction must follow: its operands and control predecessors."""
+    named = (*instruction.operands, *instruction.control_predecessors)
+    return tuple(dict.fromkeys(position[n] for n in named if n in position and n != instruction.name))

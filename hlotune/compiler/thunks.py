@@ -10,15 +10,13 @@ loop's bookkeeping, which a program model counts as overhead.
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, replace
 
-from hlotune.compiler.kernels import (APPLIES, HloText, Kernel, backend_config, kernel_at, without_metadata,
-                                      without_names)
+from hlotune.compiler.kernels import Kernel, backend_config, kernel_at
+from hlotune.hlo.text import HloText, InstructionLine, without_metadata, without_names
 
 CONTROL = frozenset({"while", "conditional", "call"})
-_OPERANDS = re.compile(r"%([\w.\-]+)")
-_CONTROL_EDGES = re.compile(r", control-predecessors=\{[^}]*\}")  # another thunk's order, not this one's
+_NOT_OWN = ("metadata", "control-predecessors")  # where it came from, another thunk's order
 
 
 @dataclass(frozen=True)
@@ -37,18 +35,15 @@ def thunks_of(text: str, names: set[str] | None = None) -> dict[str, Thunk]:
     where given: the profiled ones); parameters, constants and tuple plumbing are no thunks."""
     hlo = HloText.parse(text)
     trips = trip_counts(hlo)
-    fused = hlo.fused_computations()
     thunks = {}
-    for host in hlo.computations:
-        if host in fused:
-            continue
-        shapes = {m.group(1): m.group(2) for _, m in hlo.instructions(host)}
-        for _, match in hlo.instructions(host):
-            name, opcode = match.group(1), match.group(3)
-            if (names is not None and name not in names) or opcode in CONTROL | _PLUMBING:
+    for host in hlo.unfused_computations():
+        shapes = {i.name: i.shape for i in host.instructions.values()}
+        for instruction in host.instructions.values():
+            if (names is not None and instruction.name not in names) or instruction.opcode in CONTROL | _PLUMBING:
                 continue
-            thunk = _fusion(hlo, kernel_at(hlo, match)) if opcode == "fusion" else _unfused(hlo, match, shapes)
-            thunks[name] = replace(thunk, calls=trips.get(host, 1))
+            thunk = (_fusion(hlo, kernel_at(hlo, instruction)) if instruction.opcode == "fusion"
+                     else _unfused(hlo, instruction, shapes))
+            thunks[instruction.name] = replace(thunk, calls=trips.get(host.name, 1))
     return thunks
 
 
@@ -56,12 +51,12 @@ def trip_counts(hlo: HloText) -> dict[str, int]:
     """Runs per program run of each computation inside loops whose trip count XLA knows (a
     loop it does not know counts once): the product over the loops around it."""
     parents: dict[str, tuple[str, int]] = {}
-    for host in hlo.computations:
-        for _, match in hlo.instructions(host):
-            if match.group(3) in CONTROL:
-                trips = int(backend_config(match.string).get("known_trip_count", {}).get("n", 1))
-                for called in APPLIES.findall(match.string):
-                    parents[called] = (host, trips if match.group(3) == "while" else 1)
+    for host in hlo.computations.values():
+        for instruction in host.instructions.values():
+            if instruction.opcode in CONTROL:
+                trips = int(backend_config(instruction.line).get("known_trip_count", {}).get("n", 1))
+                for called in instruction.called_computations:
+                    parents[called] = (host.name, trips if instruction.opcode == "while" else 1)
 
     def runs(computation: str, depth: int = 0) -> int:
         if computation not in parents or depth > len(parents):
@@ -79,31 +74,16 @@ def _fusion(hlo: HloText, kernel: Kernel) -> Thunk:
                  hlo.module_of(kernel.computation, f"kernel_{kernel.fingerprint}"))
 
 
-def _unfused(hlo: HloText, match: re.Match, shapes: dict[str, str]) -> Thunk:
+def _unfused(hlo: HloText, instruction: InstructionLine, shapes: dict[str, str]) -> Thunk:
     """The instruction over parameters standing for its operands, with the computations it
     applies (a reduce's region, a TopK's comparator) beside it."""
-    line = _CONTROL_EDGES.sub("", without_metadata(match.string)).strip().removeprefix("ROOT ")
-    name, shape, opcode = match.group(1), match.group(2), match.group(3)
-    open_at = line.index(f"{opcode}(") + len(opcode) + 1
-    close_at = _closing(line, open_at)
-    operands = _OPERANDS.findall(line[open_at:close_at])
+    name, shape, opcode, operands = instruction.name, instruction.shape, instruction.opcode, instruction.operands
     params = [f"p{i}" for i in range(len(operands))]
     body = [f"  %{p} = {shapes.get(o, 'f32[]')} parameter({i})" for i, (p, o) in enumerate(zip(params, operands))]
     call = ", ".join(f"%{p}" for p in params)
-    body.append(f"  ROOT %{name} = {shape} {opcode}({call}){line[close_at + 1:]}")
+    body.append(f"  ROOT %{name} = {shape} {opcode}({call}){instruction.attribute_text(skip=_NOT_OWN)}")
     signature = ", ".join(f"{p}: {shapes.get(o, 'f32[]')}" for p, o in zip(params, operands))
-    applied = [name for name in _OPERANDS.findall(line[close_at:]) if name in hlo.computations]
-    called = "\n".join(map(without_metadata, hlo.definitions(applied, entry=None)))
+    called = "\n".join(map(without_metadata, hlo.definitions(list(instruction.called_computations), entry=None)))
     text = f"{called}ENTRY %thunk ({signature}) -> {shape} {{\n" + "\n".join(body) + "\n}\n"
     digest = hashlib.sha1(f"{opcode} {shape}\n{without_names(text)}".encode()).hexdigest()[:12]
     return Thunk(name, digest, opcode, opcode, (), f"HloModule thunk_{digest}\n\n{text}")
-
-
-def _closing(line: str, start: int) -> int:
-    """The index of the parenthesis closing the one opened just before `start`."""
-    depth = 1
-    for index in range(start, len(line)):
-        depth += {"(": 1, ")": -1}.get(line[index], 0)
-        if depth == 0:
-            return index
-    return len(line)

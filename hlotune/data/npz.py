@@ -21,7 +21,7 @@ import numpy as np
 from hlotune.atomic import write_atomic
 from hlotune.data import schema
 from hlotune.data.sample import (
-    FlagConfigs,
+    FlagConfigArrays,
     FusionConfigs,
     GraphArrays,
     GraphSample,
@@ -33,7 +33,7 @@ from hlotune.errors import HlotuneError
 PathLike = str | os.PathLike[str]
 T = TypeVar("T")
 
-CONFIG_TYPES = {"tile": TileConfigs, "layout": LayoutConfigs, "flags": FlagConfigs, "fusion": FusionConfigs}
+CONFIG_TYPES = {"tile": TileConfigs, "layout": LayoutConfigs, "flags": FlagConfigArrays, "fusion": FusionConfigs}
 
 _HEADER_READERS = {
     (1, 0): np.lib.format.read_array_header_1_0,

@@ -78,7 +78,7 @@ class FusionConfigs(LayoutConfigs):
 
 
 @dataclass
-class FlagConfigs:
+class FlagConfigArrays:
     """hlotune's graph-level config collection: one row of named features per config.
 
     Used for module-level compiler options (XLA flags) measured by hlotune itself.
@@ -92,7 +92,7 @@ class FlagConfigs:
     config_feat_numerics: np.ndarray | None = None  # (f,) int64: 1 = a numerics-changing option
 
 
-Configs = TileConfigs | LayoutConfigs | FusionConfigs | FlagConfigs
+Configs = TileConfigs | LayoutConfigs | FusionConfigs | FlagConfigArrays
 
 
 @dataclass
@@ -149,4 +149,4 @@ class GraphSample:
 
 def collection_of(configs: Configs | None) -> str | None:
     return {TileConfigs: "tile", LayoutConfigs: "layout", FusionConfigs: "fusion",
-            FlagConfigs: "flags"}.get(type(configs))
+            FlagConfigArrays: "flags"}.get(type(configs))

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.compress import collapse_chains, select_configs
@@ -104,7 +104,7 @@ def data_fields(sample: GraphSample) -> dict[str, Any]:
         "node_feat_dim": int(sample.graph.node_feat.shape[1]),
         "config_dim": LAYOUT_CONFIG_DIM if layout else int(configs.config_feat.shape[1]),
         "config_feat_names": (
-            tuple(map(str, configs.config_feat_names)) if isinstance(configs, FlagConfigs) else ()
+            tuple(map(str, configs.config_feat_names)) if isinstance(configs, FlagConfigArrays) else ()
         ),
     }
 
@@ -135,7 +135,7 @@ def check_compatible(sample: GraphSample, config: ModelConfig) -> None:
         raise HlotuneError(
             f"{name}: {width} config features per config, the model was trained on {expected}"
         )
-    if isinstance(configs, FlagConfigs) and config.config_feat_names:
+    if isinstance(configs, FlagConfigArrays) and config.config_feat_names:
         names = tuple(map(str, configs.config_feat_names))
         if names != config.config_feat_names:
             pairs = zip(names, config.config_feat_names)

@@ -1,13 +1,5 @@
 """`hlotune opt`: GO-style placement, scheduling and fusion on the SIMULATED machine.
 
-    hlotune opt place|schedule|fuse PROGRAM_OR_GRAPH --devices N [--policy DIR] [--budget S]
-                                    [--json] [--quiet] [--trace OUT.json] [--plot OUT.png]
-    hlotune opt train --programs SPEC... --devices N... --out DIR [--iterations I] [--seed S]
-                      [--architecture summary|recurrent] [--curriculum] [--json] [--quiet]
-
-    hlotune opt schedule PROGRAM --measure [--policy DIR] [--samples K] [--budget S] [--json]
-    hlotune opt fuse PROGRAM --measure [--policy DIR] [--samples K] [--per-method K] [--json]
-
 The machine is DeviceModel.uniform(N): N identical, illustrative V100-class devices (see
 hlotune.opt.device); every step time printed is the simulator's, not a measurement.
 
@@ -30,10 +22,10 @@ training summary saved in the policy's config.json, with "out".
 with several graphs, OUT-0.json, OUT-1.json, ...
 
 `--measure` is the one path that is not simulated: `schedule` orders the program's real entry
-computation on XLA:CPU and reports measured peak bytes and times (hlotune.tuning.
+computation on XLA:CPU and reports measured peak bytes and times (hlotune.opt.
 measured_schedule); `fuse` splits and merges XLA:CPU's own fusions and measures the best few
-beside XLA's (hlotune.tuning.measured_fusion). hlotune.cli hands both in, since a real
-compile is a stage above opt.
+beside XLA's (hlotune.opt.measured_fusion); `train --measure` fine-tunes the fusion head on
+measured speedups (hlotune.opt.fusion_fine_tune).
 
 Heavy modules (torch, jax) load inside the handlers so that `hlotune --help` stays fast.
 """
@@ -42,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import importlib
 import json
 import time
 from collections.abc import Callable, Mapping
@@ -62,10 +55,30 @@ PRETRAINED = "pretrained"
 PRETRAINED_DIR = Path(__file__).resolve().parent / "pretrained"
 
 
-def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType({})) -> None:
+def _measured(module: str) -> Handler:
+    """A task's --measure handler, imported when run: the real compiler loads only then."""
+    def run(args: argparse.Namespace) -> int:
+        return importlib.import_module(f"hlotune.opt.{module}").run(args)
+    return run
+
+
+MEASURED: Mapping[str, Handler] = MappingProxyType({
+    "schedule": _measured("measured_schedule"), "fuse": _measured("measured_fusion"),
+    "train": _measured("fusion_fine_tune")})
+
+
+MEASURE_HELP = {
+    "schedule": "schedule the program for real on XLA:CPU: MEASURED results on this machine "
+    "instead of simulated ones",
+    "fuse": "evaluate the policy on the real compiler: its decisions applied to XLA:CPU's own "
+    "fusions and MEASURED beside XLA's, greedy and random (tune --space fusion searches the "
+    "same decisions; opt train --measure fine-tunes the policy on them)",
+}
+
+
+def add_commands(subparsers, measured: Mapping[str, Handler] = MEASURED) -> None:
     """Register `opt` and its sub-commands on the main parser's subparsers. `measured` gives
-    a task's --measure handler: the real compiler's path, which lives above opt (hlotune.cli
-    passes it)."""
+    each task's --measure handler: the real compiler's path (opt/measured_*.py)."""
     opt = subparsers.add_parser(
         "opt",
         help="GO-style device placement, scheduling and fusion (SIMULATED)",
@@ -90,9 +103,7 @@ def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType(
                              help="simulated identical devices (DeviceModel.uniform); required "
                              "unless --measure")
         if task in measured:
-            command.add_argument("--measure", action="store_true",
-                                 help=f"{task} the program for real on XLA:CPU: MEASURED "
-                                 "results on this machine instead of simulated ones")
+            command.add_argument("--measure", action="store_true", help=MEASURE_HELP[task])
             command.set_defaults(measured=measured[task])
         if task == "fuse" and task in measured:
             command.add_argument("--per-method", type=int, default=4, metavar="K",
@@ -145,9 +156,11 @@ def add_commands(subparsers, measured: Mapping[str, Handler] = MappingProxyType(
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     if "train" in measured:
         train.add_argument("--measure", action="store_true",
-                           help="fine-tune a fuse-trained policy's fusion head on MEASURED speedups "
-                           "of the programs' XLA:CPU fusions on this machine (--policy, default "
-                           "the shipped one; --iterations rounds, --samples per program and round)")
+                           help="fine-tune the opt fuse policy on the real compiler: its fusion "
+                           "head learns from MEASURED speedups of the programs' XLA:CPU fusions "
+                           "on this machine (--policy, fuse-trained, default the shipped one; "
+                           "--iterations rounds, --samples per program and round); opt fuse "
+                           "--measure evaluates the result")
         train.add_argument("--policy", type=policy_folder, metavar="DIR",
                            help=f"with --measure: the policy to start from (default {PRETRAINED!r})")
         train.add_argument("--samples", type=int, default=8, metavar="K",

@@ -26,7 +26,7 @@ import numpy as np
 from hlotune.compiler.measure import MeasureSettings, measure
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
-from hlotune.tuning.measured_fusion import FusionProblem
+from hlotune.opt.measured_fusion import FusionProblem
 
 FAILED_MARGIN = math.log(1.1)  # a failed config's reward: the batch's worst healthy one less this
 

@@ -196,7 +196,7 @@ def format_comparison(comparison: FusionComparison) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The `opt fuse --measure` handler."""
-    from hlotune.tuning.measured_schedule import measured_policy
+    from hlotune.opt.measured_schedule import measured_policy
 
     policy = measured_policy(args, "fuse")
     problem = FusionProblem.load(args.graph)

@@ -120,8 +120,8 @@ def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
     }
     moves = kept = 0
     if budget_s > 0 or max_moves:
-        climb = Climb(lowered, schedules.Moves(ops), min(compiled["xla"], compiled["policy"],
-                                                         key=lambda c: c.peak_bytes), seed)
+        start_from = min(compiled["xla"], compiled["policy"], key=lambda c: c.peak_bytes)
+        climb = ScheduleClimber(lowered, schedules.Moves(ops), start_from, seed)
         compiled[SEARCH] = climb.run(budget_s if budget_s > 0 else float("inf"), max_moves)
         moves, kept = climb.moves, climb.kept
     search_s = time.perf_counter() - start
@@ -132,8 +132,8 @@ def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
                           len(candidates), noise, search_s, moves, kept)
 
 
-class Climb:
-    """A hill climb over entry orders, judged by XLA's buffer assignment: each move is one
+class ScheduleClimber:
+    """A hill climber over entry orders, judged by XLA's buffer assignment: each move is one
     instruction moved (hlotune.opt.schedules.Moves), compiled, and kept when its peak is no
     higher (a plateau is crossed, not stopped at); no order is compiled twice."""
 

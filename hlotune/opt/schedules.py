@@ -9,7 +9,7 @@ them): the baselines and GO's policy.
 - policy: GO's scheduling head gives each op of the OpGraph a priority, and the list schedule
   runs the ready instruction of highest priority;
 - moves: one instruction moved to another place it may run, for a search that lets XLA's
-  buffer assignment judge each move (hlotune.tuning.measured_schedule).
+  buffer assignment judge each move (hlotune.opt.measured_schedule).
 
 Live bytes are estimated from the instructions' shapes: views (bitcast, tuple, get-tuple-element)
 keep their operands' buffers alive and allocate none; parameters, constants and the ROOT's

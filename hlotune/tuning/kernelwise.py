@@ -21,10 +21,11 @@ import numpy as np
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.kernel_sample import kernel_sample
-from hlotune.compiler.kernels import HloText, Kernel
+from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
+from hlotune.hlo.text import HloText
 from hlotune.tuning.strategies import Strategy, Trial
 
 KERNEL_GENE = "kernel:"  # compiler/space.py's prefix of a kernel's gene

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs, TileConfigs
 from hlotune.data.schema import DISABLE_PASSES, flag_column
 from hlotune.errors import HlotuneError
 from hlotune.models.baselines.layout_changes import transpose_costs
@@ -61,7 +61,7 @@ def analytical_scores(sample: GraphSample) -> np.ndarray:
         return np.log(_partitioned_seconds(configs))
     if isinstance(configs, TileConfigs):
         return -np.log1p(np.maximum(configs.config_feat[:, TILE_PRODUCTS], 0)).sum(axis=1)
-    if isinstance(configs, FlagConfigs):
+    if isinstance(configs, FlagConfigArrays):
         return _flag_penalties(configs)
     raise HlotuneError(f"{sample.name or 'graph'}: the graph has no configs to score")
 
@@ -76,7 +76,7 @@ def _partitioned_seconds(configs: TileConfigs) -> np.ndarray:
     return busy / threads + partitions * PARTITION_OVERHEAD_S
 
 
-def _flag_penalties(configs: FlagConfigs) -> np.ndarray:
+def _flag_penalties(configs: FlagConfigArrays) -> np.ndarray:
     """Columns are found by name, so files measuring other options score what they share."""
     columns = {str(name): j for j, name in enumerate(configs.config_feat_names)}
     feat = configs.config_feat

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hlotune.data.sample import FlagConfigs, GraphArrays, GraphSample
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES, OPCODE_NAMES
 from hlotune.models.baselines.layout_changes import TENSORS, change_levels, site_tensors
@@ -87,7 +87,7 @@ def config_features(sample: GraphSample, flag_names: Sequence[str] = ()) -> np.n
     raise HlotuneError(f"{sample.name or 'graph'}: the graph has no configs to score")
 
 
-def _flag_columns(configs: FlagConfigs, names: Sequence[str]) -> np.ndarray:
+def _flag_columns(configs: FlagConfigArrays, names: Sequence[str]) -> np.ndarray:
     columns = {str(name): j for j, name in enumerate(configs.config_feat_names)}
     missing = [name for name in names if name not in columns]
     if missing:

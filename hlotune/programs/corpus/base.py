@@ -2,7 +2,7 @@
 equinox, flax, jax-md, MuJoCo MJX) from a configuration with random weights, at several sizes.
 Nothing is downloaded: every library builds its model from code and a config object.
 
-A model becomes a program as the zoo's workloads do (hlotune.zoo.base): inference, or one
+A model becomes a program as the zoo's workloads do (hlotune.programs.zoo.base): inference, or one
 SGD-with-momentum training step on its loss. `-bf16` casts the parameters and float inputs to
 bfloat16 and asks the library to compute in it, as mixed-precision users do.
 """
@@ -18,8 +18,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import QUICK_COMPILE, Params, momentum_init, train_step
-from hlotune.zoo.layers import softmax_cross_entropy
+from hlotune.programs.zoo.base import QUICK_COMPILE, Params, momentum_init, train_step
+from hlotune.programs.zoo.layers import softmax_cross_entropy
 
 
 @dataclass(frozen=True)

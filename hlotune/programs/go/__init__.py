@@ -7,10 +7,10 @@
     amoebanet  AmoebaNet-like CNN (NAS cells of two-branch blocks)
     wavenet    WaveNet-like dilated causal convolution stacks
 
-Each is a zoo Workload (hlotune.zoo.base) at sizes `tiny` (tests: a few hundred ops), `small`
+Each is a zoo Workload (hlotune.programs.zoo.base) at sizes `tiny` (tests: a few hundred ops), `small`
 (one to a few thousand ops) and `large` (10k to 50k ops as a `-train` step); VARIANT is the
 zoo's `SIZE[-bBATCH][-train]`. Loops are unrolled in Python so each step is its own ops in the
-entry computation, as in GO's graphs. They live apart from hlotune.zoo so that the zoo's
+entry computation, as in GO's graphs. They live apart from hlotune.programs.zoo so that the zoo's
 compile-and-run tests, which iterate every zoo workload, stay cheap.
 """
 
@@ -23,7 +23,7 @@ import jax
 from hlotune.programs.go import conv, rnn, transformer_xl, wavenet
 from hlotune.programs.program import GO_PREFIX, Program
 from hlotune.programs.variants import resolve_workload
-from hlotune.zoo.base import Workload
+from hlotune.programs.zoo.base import Workload
 
 GO_WORKLOADS: dict[str, Workload] = {
     w.name: w

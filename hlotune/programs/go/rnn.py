@@ -5,8 +5,8 @@ with attention (NMT), as in GO's RNNLM and GNMT benchmarks."""
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import dense, dense_init, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import dense, dense_init, softmax_cross_entropy
 
 
 def lstm_init(key, cin: int, hidden: int) -> dict:

@@ -6,8 +6,8 @@ unrolled, so the graph grows with the number of segments."""
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import (
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import (
     HEAD_DIM,
     block_init,
     dense,

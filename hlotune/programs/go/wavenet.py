@@ -6,8 +6,8 @@ graph is a long chain with a wide fan-in."""
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import softmax_cross_entropy
 
 _DIMS = ("NWC", "WIO", "NWC")
 

@@ -1,6 +1,6 @@
 """Built-in JAX workloads: real architectures at several sizes, inference and training."""
 
-from hlotune.zoo import (
+from hlotune.programs.zoo import (
     cnn,
     gnn,
     gpt,
@@ -14,7 +14,7 @@ from hlotune.zoo import (
     vae,
     vit,
 )
-from hlotune.zoo.base import Workload
+from hlotune.programs.zoo.base import Workload
 
 WORKLOADS: dict[str, Workload] = {
     module.WORKLOAD.name: module.WORKLOAD

@@ -3,8 +3,8 @@
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import conv, conv_init, dense, dense_init, max_pool, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import conv, conv_init, dense, dense_init, max_pool, softmax_cross_entropy
 
 
 def init(key, *, batch: int, image: int, channels: int, depth: int, classes: int):

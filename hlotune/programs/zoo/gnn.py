@@ -8,8 +8,8 @@ GNN libraries batch graphs: `batch` graphs of `nodes` nodes and `edges` directed
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import dense, dense_init, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import dense, dense_init, softmax_cross_entropy
 
 
 def _layer_init(key, hidden: int) -> dict:

@@ -4,8 +4,8 @@ output layer tied to the token embedding, trained on next-token prediction."""
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import block, block_init, causal_mask, layer_norm, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import block, block_init, causal_mask, layer_norm, softmax_cross_entropy
 
 
 def init(key, *, batch: int, seq: int, dim: int, layers: int, vocab: int):

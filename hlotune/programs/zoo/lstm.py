@@ -8,8 +8,8 @@ matmul stays inside the loop, as in cuDNN-style LSTMs.
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import dense, dense_init, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import dense, dense_init, softmax_cross_entropy
 
 
 def _lstm_init(key, cin: int, hidden: int) -> dict:

@@ -3,8 +3,8 @@
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import dense, dense_init, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import dense, dense_init, softmax_cross_entropy
 
 
 def init(key, *, batch: int, features: int, hidden: int, depth: int, classes: int):

@@ -7,8 +7,8 @@ conv (`feature_group_count` = channels), then projects back with a linear 1x1 co
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import conv_norm, conv_norm_init, dense, dense_init, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import conv_norm, conv_norm_init, dense, dense_init, softmax_cross_entropy
 
 EXPANSION = 6  # inner width of a block over its input width
 HEAD_WIDTH = 4  # the last 1x1 conv widens the final stage this many times

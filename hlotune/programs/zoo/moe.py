@@ -11,8 +11,8 @@ import math
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import (
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import (
     attention,
     attention_init,
     causal_mask,

@@ -7,8 +7,8 @@ it carries a projection shortcut; the rest add their input back unchanged.
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import conv_norm, conv_norm_init, dense, dense_init, softmax_cross_entropy
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import conv_norm, conv_norm_init, dense, dense_init, softmax_cross_entropy
 
 EXPANSION = 4  # a bottleneck's output is this many times its inner width
 

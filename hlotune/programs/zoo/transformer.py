@@ -3,8 +3,8 @@
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import (
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import (
     block,
     block_init,
     dense,

@@ -4,8 +4,8 @@ level by skip concatenations, giving per-pixel class logits."""
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import (
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import (
     conv_init,
     conv_norm,
     conv_norm_init,

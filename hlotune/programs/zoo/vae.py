@@ -8,8 +8,8 @@ of its arguments and the key shows up in the graph as a real input.
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import conv, conv_init, conv_transpose, dense, dense_init
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import conv, conv_init, conv_transpose, dense, dense_init
 
 
 def init(key, *, batch: int, image: int, channels: int, depth: int, latent: int):

@@ -4,8 +4,8 @@ class token and positions, encoder blocks, and a head on the class token."""
 import jax
 import jax.numpy as jnp
 
-from hlotune.zoo.base import Workload
-from hlotune.zoo.layers import (
+from hlotune.programs.zoo.base import Workload
+from hlotune.programs.zoo.layers import (
     block,
     block_init,
     conv,

@@ -1,0 +1,26 @@
+"""The top-level API's names: each resolves on first use, and a renamed one still works for a
+release, warning that it is going."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import hlotune
+
+
+def test_featurize_source_reads_a_source_and_the_old_name_warns_but_still_works():
+    from hlotune.hlo.sources import load_samples
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert hlotune.featurize_source is load_samples
+    with pytest.warns(DeprecationWarning, match="hlotune.featurize is deprecated: use hlotune.featurize_source"):
+        assert hlotune.featurize is load_samples
+    assert "featurize_source" in hlotune.__all__ and "featurize" not in hlotune.__all__
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="has no attribute 'featurise'"):
+        _ = hlotune.featurise

@@ -51,7 +51,7 @@ def test_a_slow_family_waits_with_its_later_variants_until_the_quick_ones_are_al
 def test_the_tile_collection_goes_on_past_the_editions_programs_with_its_own_variants():
     from hlotune.programs.corpus import CORPUS
     from hlotune.programs.variants import resolve_workload
-    from hlotune.zoo import WORKLOADS
+    from hlotune.programs.zoo import WORKLOADS
 
     edition, order = EDITION.order(), TILE_EDITION.order()
     assert order[: len(edition)] == edition and len(order) > len(edition)

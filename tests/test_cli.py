@@ -10,11 +10,14 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hlotune.data.npz import read_sample
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def hlotune(*args: str) -> subprocess.CompletedProcess:
@@ -238,13 +241,63 @@ def test_eval_with_bad_models_and_options(tmp_path, tpugraphs_dir, cli):
     assert json.loads(random_run.stdout)["graphs"] == 2
 
 
-def test_bench_scale_past_its_memory_cap_exits_1_and_reports_the_run_failed(tmp_path):
-    """In a child: past the cap the watchdog ends the process at once (os._exit)."""
-    result = hlotune("bench", "scale", "--nodes", "1000", "--mode", "full", "--max-rss-mb", "1",
-                     "--cache", tmp_path, "--json")
-    assert result.returncode == 1  # 2 is for usage errors alone
-    assert "RSS passed the 1 MB cap" in json.loads(result.stdout)["failed"]
-    assert_clean_error(result, "RSS passed the 1 MB cap (--max-rss-mb)")
+def moved_note(old: str, new: str) -> str:
+    return f"hlotune: note: '{old}' is now '{new}'; the old spelling goes in the next release"
+
+
+def test_scale_run_past_its_memory_cap_exits_1_and_reports_the_run_failed(tmp_path):
+    """In a child: past the cap the watchdog ends the process at once (os._exit). The old
+    spelling `hlotune bench scale` runs the same after a note."""
+    args = ["--nodes", "1000", "--mode", "full", "--max-rss-mb", "1", "--cache", str(tmp_path),
+            "--json"]
+    bench = subprocess.run([sys.executable, REPO / "benchmarks" / "scale_bench.py", "one", *args],
+                           capture_output=True, text=True)
+    old = hlotune("bench", "scale", *args)
+    for result in (bench, old):
+        assert result.returncode == 1  # 2 is for usage errors alone
+        assert "RSS passed the 1 MB cap" in json.loads(result.stdout)["failed"]
+    assert_clean_error(bench, "RSS passed the 1 MB cap (--max-rss-mb)")
+    note, error = old.stderr.strip().splitlines()
+    assert note == moved_note("bench scale", "python benchmarks/scale_bench.py one")
+    assert error.endswith("RSS passed the 1 MB cap (--max-rss-mb)")
+
+
+def test_help_lists_each_task_once_and_not_the_moved_ones():
+    from hlotune.cli import _parser
+
+    listing = _parser().format_help().split("COMMAND\n")[-1].split("\n\n")[0]
+    names = [line.split()[0] for line in listing.splitlines() if line.startswith("    ") and
+             not line.startswith("     ")]
+    assert len(names) == len(set(names)) and {"eval", "cv", "rebuild"} <= set(names)
+    assert "bench" not in names
+
+
+def test_rebuild_hands_every_argument_to_the_tool_with_the_cli_exit_codes(tmp_path, cli):
+    usage = cli("rebuild", "kernel-model")
+    assert usage.returncode == 2 and "usage: hlotune rebuild kernel-model" in usage.stderr
+    assert cli("rebuild", "kernel-model", "--help").stdout.startswith(
+        "usage: hlotune rebuild kernel-model")
+    assert_clean_error(cli("rebuild", "kernel-model", tmp_path, "--spaces", "nowhere"),
+                       "hlotune: error:")
+    assert cli("rebuild", "no-such-tool").returncode == 2
+
+
+def test_rebuild_portfolio_runs_the_portfolio_tool(cli):
+    """hlotune.tuning.portfolio is written beside this command: tested once it exists."""
+    pytest.importorskip("hlotune.tuning.portfolio")
+    result = cli("rebuild", "portfolio", "--help")
+    assert result.returncode == 0 and "build" in result.stdout
+
+
+@pytest.mark.parametrize("module, tool", [("hlotune.collect.builtin", "dataset"),
+                                          ("hlotune.collect.kernel_labels", "kernel-labels"),
+                                          ("hlotune.train.kernels", "kernel-model")])
+def test_the_old_python_m_spellings_note_the_new_one_and_run_it(module, tool):
+    result = subprocess.run([sys.executable, "-m", module, "--no-such-option"],
+                            capture_output=True, text=True)
+    note, *error = result.stderr.strip().splitlines()
+    assert note == moved_note(f"python -m {module}", f"hlotune rebuild {tool}")
+    assert result.returncode == 2 and error[0].startswith(f"usage: hlotune rebuild {tool}")
 
 
 def _stderr_on_a_terminal(*args: str) -> str:

@@ -1,4 +1,4 @@
-"""Leave-family-out cross-validation (`hlotune eval --cv family`): folds hold whole families,
+"""Leave-family-out cross-validation (`hlotune cv`): folds hold whole families,
 and every model trained per fold is scored on the families it never saw."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ BUILTIN_FAMILIES = sum(map(len, SPLITS.values()))
 
 
 def cv(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["eval", "--cv", "family", "-q", *args])
+    code = main(["cv", "-q", *args])
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -97,7 +97,6 @@ def test_cv_trains_a_gnn_per_fold_with_the_training_options(tmp_path, one_thread
          f"more than the data's {BUILTIN_FAMILIES} families"),
         (("--model", "pretrained:flags"), "pretrained:flags cannot be cross-validated"),
         (("--model", "baseline:gbdt@builtin:flags/train"), "trained on fixed data"),
-        (("--model", "baseline:random", "--predictions"), "no --protocol paper"),
         (("--model", "gnn", "--init-from", "pretrained:layout"), "cannot cross-validate with --init-from"),
     ],
 )
@@ -110,11 +109,33 @@ def test_bad_cv_input_is_a_one_line_error(capsys, args, fragment):
 @pytest.mark.parametrize(
     "args, fragment",
     [
-        (("--model", "baseline:random", "--folds", "3"), "--folds and --seed need --cv family"),
-        (("--model", "gnn"), "gnn is a GNN to train"),
+        (("--model", "baseline:random", "--folds", "3"), "--folds and --seed are options of hlotune cv"),
+        (("--model", "gnn"), "gnn is a GNN to train: `hlotune cv` trains one per fold"),
     ],
 )
-def test_cv_options_without_cv_are_one_line_errors(capsys, args, fragment):
+def test_cv_options_on_eval_are_one_line_errors(capsys, args, fragment):
     code = main(["eval", "--data", "builtin:flags/test", *args])
     err = capsys.readouterr().err
     assert code == 1 and len(err.strip().splitlines()) == 1 and fragment in err, err
+
+
+def test_the_old_spelling_eval_cv_notes_the_new_one_and_does_what_cv_does(capsys):
+    args = ("--folds", "3", "--seed", "2", "--model", "baseline:analytical", "--data",
+            "builtin:flags/valid", "builtin:flags/test", "--json")
+    code, out, err = cv(capsys, *args)
+    assert code == 0 and err == "", err
+    old = main(["eval", "--cv", "family", "-q", *args])
+    old_out, old_err = capsys.readouterr()
+    assert old == 0
+    assert old_err == ("hlotune: note: 'eval --cv' is now 'hlotune cv'; the old spelling goes in "
+                       "the next release\n")
+    results = [json.loads(out), json.loads(old_out)]
+    for result in results:  # all but the timings
+        del result["seconds"]
+        for fold in result["folds"]:
+            del fold["train_seconds"]
+    assert results[0] == results[1]
+    bad = main(["eval", "--cv", "family", "--data", "builtin:flags", "--model", "baseline:random",
+                "--predictions"])
+    note, error = capsys.readouterr().err.splitlines()
+    assert bad == 1 and note.startswith("hlotune: note:") and "no --protocol paper" in error

@@ -1,8 +1,8 @@
 """Builds the built-in dataset (hlotune.data.builtin says where it lives, how it splits and how
 it is measured): every program collected in both spaces, then its data card.
 
-    python -m hlotune.collect.builtin -t 60    # for an hour at most (needs the [corpus] extra)
-    python -m hlotune.collect.builtin --tile -t 60    # the tile collection (collect/tiles.py)
+    hlotune rebuild dataset -t 60    # for an hour at most (needs the [corpus] extra)
+    hlotune rebuild dataset --tile -t 60    # the tile collection (collect/tiles.py)
 
 Resumable: a finished program is skipped, a program stopped mid-way resumes at its last batch,
 and the same seed draws the same configs. Measure with the machine otherwise quiet.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from collections import Counter
 
@@ -24,6 +23,7 @@ from hlotune.collect.tiles import TileSettings, collect_tiles
 from hlotune.data.builtin import EDITION, TILE_EDITION, TILE_VARIANTS, Edition
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
+from hlotune.spellings import python_m
 
 SAMPLES, SEED, BATCH = 30, 0, 16
 SPACES = ("flags", "layout")
@@ -96,7 +96,7 @@ def write_datacard(edition: Edition) -> None:
         "# hlotune built-in dataset",
         "",
         "Measured by `hlotune collect` on the machine below; regenerate with "
-        "`python -m hlotune.collect.builtin` "
+        "`hlotune rebuild dataset` "
         "(resumable; the same seed draws the same configs).",
         f"Per program: {edition.configs} configs drawn with seed {SEED} plus the default, at least "
         f"{SAMPLES} samples each (rounds x repeats){target}, default replicas in every batch.",
@@ -156,7 +156,7 @@ def _tile_section(edition: Edition) -> list[str]:
         "",
         "Programs: the edition's, then variants of the tile collection's own: "
         + "; ".join(f"{k}: {', '.join(v)}" for k, v in TILE_VARIANTS.items()) + ".",
-        f"Measured by `python -m hlotune.collect.builtin --tile` (collect/tiles.py): per program "
+        f"Measured by `hlotune rebuild dataset --tile` (collect/tiles.py): per program "
         f"{settings.configs} configs, each giving every tunable kernel its own outer-dimension "
         f"partitions (balanced draws), {settings.profile_runs} profiled runs each; a sample is a "
         "kernel's median time relative to XLA's own choice in the same batch. A kernel (by its "
@@ -183,8 +183,9 @@ def _summaries(edition: Edition, space: str) -> list[tuple[str, dict, float]]:
     return rows
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="hlotune rebuild dataset",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("-t", "--minutes", type=float, help="start no program after this long")
     parser.add_argument("--tile", action="store_true", help="the tile collection (kernels), not flags and layout")
     args = parser.parse_args(argv)
@@ -196,4 +197,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    python_m("hlotune.collect.builtin", ["rebuild", "dataset"])

@@ -1,9 +1,5 @@
 """`hlotune collect`: measure programs under many compiler configs into a TpuGraphs dataset.
 
-    hlotune collect --space flags|layout|fusion --program SPEC... --out DIR [--configs N] [--samples N]
-                    [--seed S] [--search random|default] [--batch B] [--noise-target F]
-                    [--json] [--quiet]
-
 With --json, stdout holds one CollectResult object per program. Heavy modules (jax) load inside
 the handler so that `hlotune --help` stays fast.
 """
@@ -29,7 +25,9 @@ def add_commands(commands) -> None:
         "failures, machine). Re-running the same command resumes where it stopped.",
     )
     collect.add_argument("--space", choices=("flags", "layout", "fusion"), required=True,
-                         help="the tile collection (kernels) is built by python -m hlotune.collect.builtin --tile")
+                         help="fusion collects the opt fuse policy's dataset: the decisions "
+                         "tune --space fusion searches, measured. The tile collection (kernels) "
+                         "is built by hlotune rebuild dataset --tile")
     collect.add_argument("--program", nargs="+", required=True, metavar="SPEC",
                          help="zoo:NAME[@VARIANT] or path/to/file.py:FACTORY")
     collect.add_argument("--configs", type=int, default=64, help="configs per program (default 64)")

@@ -2,12 +2,13 @@
 so that every config carries its compiled thunks (kernels and unfused instructions) and their
 times, beside the program runtime the collection measured.
 
-    python -m hlotune.collect.kernel_labels flags -t 60    # an hour at most; run again to go on
-    python -m hlotune.collect.kernel_labels layout --splits train test    # these splits, in order
+    hlotune rebuild kernel-labels flags -t 60    # an hour at most; run again to go on
+    hlotune rebuild kernel-labels layout --splits train test    # these splits, in order
 
 One file per program (`kernels/SPACE/SPLIT/PROGRAM.npz`, a card beside it), written when the
 program is done: a stopped run loses the program in flight and nothing else. Each thunk's
-module text is kept once per space (`kernels/SPACE/.kernels/FINGERPRINT.hlo.gz`), for featurizing.
+module text is kept once per space (`kernels/SPACE/.kernels/FINGERPRINT.hlo`; the
+dataset's shards compress it), for featurizing.
 The program's runtime is not measured again (one timed round, as the profile needs a live
 config); its label stays the collection's, measured to the noise floor.
 
@@ -23,7 +24,6 @@ thunks' own time.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import sys
 import time
@@ -36,6 +36,7 @@ from hlotune.compiler.kernel_labels import collected_configs
 from hlotune.compiler.measure import MeasureSettings, Measurement, Measurer
 from hlotune.compiler.thunks import Thunk, thunks_of
 from hlotune.errors import HlotuneError
+from hlotune.spellings import python_m
 
 MAX_DIMS = 6
 MODULES = ".kernels"
@@ -136,11 +137,11 @@ def _table(measured: list[Measurement], modules: Path) -> dict[str, np.ndarray]:
 
 
 def _keep(modules: Path, thunk: Thunk) -> None:
-    path = modules / f"{thunk.fingerprint}.hlo.gz"
+    path = modules / f"{thunk.fingerprint}.hlo"
     if not path.exists():
         modules.mkdir(parents=True, exist_ok=True)
         partial = path.with_suffix(".part")
-        partial.write_bytes(gzip.compress(thunk.module.encode(), mtime=0))
+        partial.write_text(thunk.module)
         partial.replace(path)
 
 
@@ -167,8 +168,9 @@ def build(space: str, minutes: float | None = None, splits: tuple[str, ...] = SP
                   f"{result.failed} failed, kernel noise {result.noise_floor:.1%}, {result.seconds:.0f} s", flush=True)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="hlotune rebuild kernel-labels",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("space", choices=("flags", "layout"))
     parser.add_argument("-t", "--minutes", type=float, help="start no program after this many minutes")
     parser.add_argument("--splits", nargs="+", choices=SPLITS, default=SPLITS,
@@ -176,15 +178,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         build(args.space, args.minutes, tuple(args.splits))
-    except HlotuneError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:  # each finished program is already written; run again to go on
-        print("interrupted: the programs done are kept, the one in flight is not; run again "
-              "to go on", file=sys.stderr)
+        print("hlotune: interrupted: the programs done are kept, the one in flight is not; run "
+              "again to go on", file=sys.stderr)
         return 130
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    python_m("hlotune.collect.kernel_labels", ["rebuild", "kernel-labels"])

@@ -162,7 +162,7 @@ class KernelScorer:
         path = labels_of(source)
         if not path.exists():
             raise HlotuneError(f"{sample.name}: a kernel model scores the modules XLA compiled for each config, "
-                               f"and none are kept at {path} (python -m hlotune.collect.kernel_labels)")
+                               f"and none are kept at {path} (hlotune rebuild kernel-labels)")
         labels, configs = ProgramKernels.load(path), collected_configs(source.with_suffix(".json"))
         if len(configs) != sample.num_configs:
             raise HlotuneError(f"{source}: {sample.num_configs} configs, but its summary lists {len(configs)}")

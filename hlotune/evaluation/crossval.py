@@ -1,4 +1,4 @@
-"""Leave-family-out cross-validation: `hlotune eval --cv family --folds K`.
+"""Leave-family-out cross-validation: `hlotune cv --folds K`.
 
 A fixed test split of a small dataset holds a few families (the built-in one: 2 families, 8
 graphs), too few to tell two models apart. Here every family is held out once: the families

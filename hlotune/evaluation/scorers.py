@@ -5,7 +5,7 @@ A scorer maps a GraphSample to one score per config, lower = predicted faster:
   them (`hlotune ensemble`);
 - `pretrained:flags`, `pretrained:layout`: the models shipped in the package, trained on the
   built-in collections' train splits (docs/cost_model.md has their scores on the test splits);
-- `pretrained:kernels` (or a folder `python -m hlotune.train.kernels` wrote): a program's
+- `pretrained:kernels` (or a folder `hlotune rebuild kernel-model` wrote): a program's
   configs scored from the kernels XLA compiled for them (compiler/kernel_program.py);
 - `baseline:random`: uniform scores, seeded by the graph's name, the floor any model must beat;
 - `baseline:analytical`: hand-written rules per collection, nothing trained;
@@ -50,7 +50,7 @@ def load_scorer(name: str) -> Scorer:
             return analytical_scores
         raise HlotuneError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
     if name == GNN and not Path(name).exists():
-        raise HlotuneError("gnn is a GNN to train: `hlotune eval --cv family` trains one per "
+        raise HlotuneError("gnn is a GNN to train: `hlotune cv` trains one per "
                            "fold; elsewhere give a trained model folder")
     from hlotune.compiler.kernel_program import KernelScorer, load_kernel_program_model
 

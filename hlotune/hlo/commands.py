@@ -1,9 +1,6 @@
 """`hlotune featurize` and `hlotune inspect`: a program or HLO file as TpuGraphs arrays, and
 what TpuGraphs files hold.
 
-    hlotune featurize [SRC] [-o OUT] [--optimized] [--extended] [--json] [--quiet]
-    hlotune inspect PATH [--json]
-
 Both print inspection.py's summary of each module or file. Heavy modules (jax) load inside the
 handlers so that `hlotune --help` stays fast.
 """

@@ -1,8 +1,5 @@
 """`hlotune report`: a tuning database or an `hlotune eval --json` result as one HTML page.
 
-    hlotune report [--db PATH] [PROGRAM] --out FILE.html [--no-profile]
-    hlotune report --eval EVAL.json --out FILE.html
-
 Without PROGRAM, the tuning report has one section per program measured on this machine and
 compiler, each ending with the kernels of XLA's default and of the chosen config, profiled as
 the page is written (--no-profile skips that). The page is self-contained (inline SVG, no

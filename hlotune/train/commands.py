@@ -1,8 +1,8 @@
-"""`hlotune train`, `hlotune ensemble` and `hlotune bench scale`: train a cost model, put
-several into one seed ensemble, and measure how training scales with graph size.
+"""`hlotune train` and `hlotune ensemble`: train a cost model, and put several into one seed
+ensemble.
 
-`python -m hlotune.train` (the entry point torchrun starts) parses the same arguments as
-`hlotune train`. Heavy modules (torch) load inside the handlers so that `--help` stays fast.
+`python -m hlotune.train` (the entry point torchrun starts) is `hlotune train`. Heavy modules
+(torch) load inside the handlers so that `--help` stays fast.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 def add_commands(commands) -> None:
     _add_train(commands)
     _add_ensemble(commands)
-    _add_bench(commands)
 
 
 def _add_train(commands) -> None:
@@ -67,7 +66,7 @@ def _add_train(commands) -> None:
 
 def add_recipe_arguments(parser) -> None:
     """The model and optimisation options, shared by `hlotune train` and the GNN that
-    `hlotune eval --cv` trains per fold (`recipe_settings` and `recipe_model_config` read them
+    `hlotune cv` trains per fold (`recipe_settings` and `recipe_model_config` read them
     back)."""
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--loss", default="pairwise_hinge",
@@ -178,47 +177,6 @@ def _ensemble(args: argparse.Namespace) -> int:
     out = write_ensemble(args.out, members)
     if not args.quiet:
         print(f"ensemble of {len(members)} models -> {out}")
-    return 0
-
-
-def _add_bench(commands) -> None:
-    bench = commands.add_parser("bench", help="benchmarks of hlotune itself")
-    bench_commands = bench.add_subparsers(title="benchmarks", required=True, metavar="BENCH")
-    scale = bench_commands.add_parser(
-        "scale", help="training memory and time on one graph of N nodes",
-        description="Build a graph of N nodes from real zoo programs' HLO (layout-like configs, "
-        "synthetic runtimes), train a few steps on it whole (full) or by graph segment "
-        "training (gst), and report nodes, edges, mode, peak_rss_mb, step_s and configs. "
-        "Run each size in a fresh process: peak RSS is the process's.",
-    )
-    scale.add_argument("--nodes", type=int, required=True, metavar="N")
-    scale.add_argument("--mode", choices=("gst", "full"), required=True)
-    scale.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
-    scale.add_argument("--configs", type=int, default=4, help="configs per step (default 4)")
-    scale.add_argument("--segment-size", type=int, default=20_000, help="gst (default 20000)")
-    scale.add_argument("--segments-sampled", type=int, default=1, help="gst (default 1)")
-    scale.add_argument("--max-rss-mb", type=float, help="stop (exit 1) past this RSS")
-    scale.add_argument("--cache", type=Path, metavar="DIR", help="keep the built graphs here")
-    scale.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    scale.set_defaults(run=_bench_scale)
-
-
-def _bench_scale(args: argparse.Namespace) -> int:
-    from dataclasses import asdict
-
-    from hlotune.train.scaling import ScaleSettings, run
-
-    result = run(ScaleSettings(
-        nodes=args.nodes, mode=args.mode, steps=args.steps, configs=args.configs,
-        segment_size=args.segment_size, segments_sampled=args.segments_sampled,
-        max_rss_mb=args.max_rss_mb, cache=args.cache,
-    ))
-    if args.json:
-        print(json.dumps(asdict(result)))
-    else:
-        print(f"{result.nodes:,} nodes, {result.edges:,} edges, {result.mode}: peak RSS "
-              f"{result.peak_rss_mb:,.0f} MB, {result.step_s:.2f} s/step "
-              f"({result.configs} configs per step, synthetic runtimes)")
     return 0
 
 

@@ -4,14 +4,13 @@ the overhead per thunk call fitted on the train programs' measured runtimes. No 
 the trainer's validation ranks the configs of one graph, while a kernel model is judged by how
 its sums rank a program's configs (benchmarks/kernel_model_bench.py, on the test split).
 
-    python -m hlotune.train.kernels OUT [--epochs N] [--spaces flags,layout]
+    hlotune rebuild kernel-model OUT [--epochs N] [--spaces flags,layout]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.kernel_labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
 from hlotune.errors import HlotuneError
 from hlotune.models.config import ModelConfig
+from hlotune.spellings import python_m
 from hlotune.train.trainer import TrainSettings
 
 SETTINGS = TrainSettings(epochs=12, loss="mse", configs_per_batch=16, graphs_per_step=8)
@@ -72,7 +72,7 @@ def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: M
     train_programs = labelled_programs("train", spaces)
     if not train_programs:
         raise HlotuneError(f"no kernel labels in the built-in train split of {', '.join(spaces)}: "
-                           "run python -m hlotune.collect.kernel_labels first")
+                           "run hlotune rebuild kernel-labels first")
     samples = out / "samples"
     shutil.rmtree(samples, ignore_errors=True)
     print(f"kernel samples: {write_samples(train_programs, graphs, samples)} from {len(train_programs)} programs",
@@ -88,20 +88,17 @@ def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: M
     return model
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="hlotune rebuild kernel-model",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--epochs", type=int, default=SETTINGS.epochs)
     parser.add_argument("--spaces", default="flags", help="comma-separated: flags, layout")
     args = parser.parse_args(argv)
-    try:
-        model = train_kernels(args.out, replace(SETTINGS, epochs=args.epochs), spaces=tuple(args.spaces.split(",")))
-    except HlotuneError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+    model = train_kernels(args.out, replace(SETTINGS, epochs=args.epochs), spaces=tuple(args.spaces.split(",")))
     print(f"model in {args.out / 'model'}; overhead {model.overhead.per_call_ns:.0f} ns per thunk call")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    python_m("hlotune.train.kernels", ["rebuild", "kernel-model"])

@@ -1,4 +1,5 @@
-"""`hlotune bench scale`: train steps on one graph of N nodes, whole-graph or GST, and their cost.
+"""Train steps on one graph of N nodes, whole-graph or GST, and their cost: one run of
+benchmarks/scale_bench.py, each in a fresh process (`main`).
 
 The graph is real HLO at scale: zoo programs' modules composed to N nodes (`hlo.compose`),
 featurized as TpuGraphs. Its configs are layout-like: the dot, convolution, reshape and
@@ -15,6 +16,8 @@ at 500k nodes would otherwise take the machine down.
 
 from __future__ import annotations
 
+import argparse
+import json
 import math
 import os
 import resource
@@ -23,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +100,43 @@ def run(settings: ScaleSettings) -> ScaleResult:
     return base
 
 
+def main(argv: list[str], prog: str) -> int:
+    """One run, as the command line `prog ARGV` asks; bad input raises HlotuneError."""
+    args = _parser(prog).parse_args(argv)
+    result = run(ScaleSettings(
+        nodes=args.nodes, mode=args.mode, steps=args.steps, configs=args.configs,
+        segment_size=args.segment_size, segments_sampled=args.segments_sampled,
+        max_rss_mb=args.max_rss_mb, cache=args.cache,
+    ))
+    if args.json:
+        print(json.dumps(asdict(result)))
+    else:
+        print(f"{result.nodes:,} nodes, {result.edges:,} edges, {result.mode}: peak RSS "
+              f"{result.peak_rss_mb:,.0f} MB, {result.step_s:.2f} s/step "
+              f"({result.configs} configs per step, synthetic runtimes)")
+    return 0
+
+
+def _parser(prog: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="Build a graph of N nodes from real zoo programs' HLO (layout-like configs, "
+        "synthetic runtimes), train a few steps on it whole (full) or by graph segment "
+        "training (gst), and report nodes, edges, mode, peak_rss_mb, step_s and configs. "
+        "Run each size in a fresh process: peak RSS is the process's.",
+    )
+    parser.add_argument("--nodes", type=int, required=True, metavar="N")
+    parser.add_argument("--mode", choices=MODES, required=True)
+    parser.add_argument("--steps", type=int, default=3, help="training steps (default 3)")
+    parser.add_argument("--configs", type=int, default=4, help="configs per step (default 4)")
+    parser.add_argument("--segment-size", type=int, default=20_000, help="gst (default 20000)")
+    parser.add_argument("--segments-sampled", type=int, default=1, help="gst (default 1)")
+    parser.add_argument("--max-rss-mb", type=float, help="stop (exit 1) past this RSS")
+    parser.add_argument("--cache", type=Path, metavar="DIR", help="keep the built graphs here")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    return parser
+
+
 def graph_file(settings: ScaleSettings) -> Path:
     """The npz of the N-node graph, built by a child process unless the cache has it."""
     folder = settings.cache or Path(tempfile.gettempdir()) / "hlotune-scale"
@@ -166,9 +206,6 @@ def _current_rss_mb() -> float:
 def _watchdog(limit_mb: float, result: ScaleResult) -> None:
     """Poll the RSS; past `limit_mb`, print `result` as failed (JSON, for the benchmark) and the
     one-line error, and leave at once with exit code 1: the run went past the user's cap."""
-    import json
-    from dataclasses import asdict
-
     def watch() -> None:
         while True:
             rss = _current_rss_mb()

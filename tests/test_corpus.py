@@ -66,7 +66,7 @@ def test_zoo_list_names_every_program_with_its_library(cli):
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     corpus = {row["name"]: row for row in rows if row["source"] == "corpus"}
     assert set(corpus) == set(CORPUS) and len(corpus) >= 25
-    assert {row["source"] for row in rows} == {"zoo", "corpus"}
+    assert {row["source"] for row in rows} == {"zoo", "corpus", "numerics"}
     assert all(row["library"] == "hlotune" for row in rows if row["source"] == "zoo")
     assert corpus["hf-bert"]["library"] == "transformers"
     assert "tiny-train-bf16" in corpus["hf-bert"]["variants"]

@@ -121,7 +121,7 @@ def _provenance(path: str, split: dict, sample: GraphSample | None) -> tuple[str
         except (ValueError, KeyError, TypeError):
             pass  # not a collection summary: the npz speaks for itself
     prefix, sep, rest = spec.partition(":")
-    if sep and prefix in ("zoo", "corpus"):
+    if sep and prefix in ("zoo", "corpus", "numerics"):
         return prefix, rest.partition("@")[0], noise
     if split.get("source") and split.get("collection") in ("tile", "layout"):
         return "tpugraphs", file.stem.split(".")[0], noise

@@ -1,6 +1,7 @@
 """Programs by spec, one resolver per prefix, for every command: `zoo:NAME[@VARIANT]` (the
-built-in workloads, hlotune.zoo), `corpus:NAME[@VARIANT]` (real library models,
+built-in workloads, hlotune.programs.zoo), `corpus:NAME[@VARIANT]` (real library models,
 hlotune.programs.corpus), `go:NAME[@VARIANT]` (GO-scale graphs, hlotune.programs.go),
+`numerics:NAME[@SIZE]` (numerical algorithms, hlotune.programs.numerics),
 `export:PATH` and `path/to/file.py:FACTORY`.
 
 A VARIANT is `SIZE[-bBATCH][-train][-bf16]` (hlotune.programs.variants): `small`, `small-b32`,
@@ -15,12 +16,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hlotune.errors import HlotuneError
-from hlotune.programs.program import CORPUS_PREFIX, EXPORT_PREFIX, GO_PREFIX, ZOO_PREFIX, Program
+from hlotune.programs.program import (
+    CORPUS_PREFIX,
+    EXPORT_PREFIX,
+    GO_PREFIX,
+    NUMERICS_PREFIX,
+    ZOO_PREFIX,
+    Program,
+)
 
 
 def _load_zoo(spec: str, abstract: bool) -> Program:
     from hlotune.programs.variants import resolve_workload
-    from hlotune.zoo import WORKLOADS
+    from hlotune.programs.zoo import WORKLOADS
 
     resolved = resolve_workload(spec, ZOO_PREFIX, WORKLOADS, "zoo program")
     fn, args = resolved.workload.program(resolved.size, train=resolved.train, batch=resolved.batch)
@@ -39,6 +47,12 @@ def _load_go(spec: str, abstract: bool) -> Program:
     return load_go_program(spec, abstract=abstract)
 
 
+def _load_numerics(spec: str, abstract: bool) -> Program:
+    from hlotune.programs.numerics import load_numerics_program
+
+    return load_numerics_program(spec)
+
+
 def _load_exported(spec: str, abstract: bool) -> Program:
     from hlotune.programs.exported import load_exported
 
@@ -51,6 +65,7 @@ _RESOLVERS: dict[str, Callable[[str, bool], Program]] = {
     ZOO_PREFIX: _load_zoo,
     CORPUS_PREFIX: _load_corpus,
     GO_PREFIX: _load_go,
+    NUMERICS_PREFIX: _load_numerics,
     EXPORT_PREFIX: _load_exported,
 }
 
@@ -76,9 +91,9 @@ def load_program(spec: str, *, abstract: bool = False) -> Program:
         return load_file_program(spec)
     raise HlotuneError(
         f"not a program spec: {spec!r} (expected zoo:NAME[@VARIANT], corpus:NAME[@VARIANT], "
-        "go:NAME[@VARIANT], file.py:FACTORY or export:PATH)"
+        "go:NAME[@VARIANT], numerics:NAME[@SIZE], file.py:FACTORY or export:PATH)"
     )
 
 
-__all__ = ["CORPUS_PREFIX", "EXPORT_PREFIX", "GO_PREFIX", "ZOO_PREFIX", "Program", "is_program_spec",
-           "load_program"]
+__all__ = ["CORPUS_PREFIX", "EXPORT_PREFIX", "GO_PREFIX", "NUMERICS_PREFIX", "ZOO_PREFIX", "Program",
+           "is_program_spec", "load_program"]

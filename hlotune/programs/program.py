@@ -10,6 +10,7 @@ ZOO_PREFIX = "zoo:"
 CORPUS_PREFIX = "corpus:"
 GO_PREFIX = "go:"
 EXPORT_PREFIX = "export:"
+NUMERICS_PREFIX = "numerics:"
 
 
 @dataclass
@@ -25,9 +26,9 @@ class Program:
 
 def slug_of(name: str) -> str:
     """A short file-name-safe name for a program spec: `resnet@small-train`, `hf-bert@tiny` for
-    corpus:hf-bert@tiny, `rnnlm@tiny` for go:rnnlm@tiny, `model_make` for model.py:make, the
-    file's stem for export:PATH."""
-    for prefix in (ZOO_PREFIX, CORPUS_PREFIX, GO_PREFIX):
+    corpus:hf-bert@tiny, `rnnlm@tiny` for go:rnnlm@tiny, `heat@small` for numerics:heat@small,
+    `model_make` for model.py:make, the file's stem for export:PATH."""
+    for prefix in (ZOO_PREFIX, CORPUS_PREFIX, GO_PREFIX, NUMERICS_PREFIX):
         if name.startswith(prefix):
             return name.removeprefix(prefix)
     if name.startswith(EXPORT_PREFIX):

@@ -18,7 +18,7 @@ BF16_SUFFIX = "-bf16"
 
 def zoo_variants(name: str) -> list[str]:
     """The variants of a zoo workload at its own batch sizes (any `-bN` works too)."""
-    from hlotune.zoo import WORKLOADS
+    from hlotune.programs.zoo import WORKLOADS
 
     return _variants(WORKLOADS[name])
 
@@ -30,12 +30,19 @@ def corpus_variants(name: str) -> list[str]:
     return _variants(CORPUS[name])
 
 
+def numerics_variants(name: str) -> list[str]:
+    """The sizes of a numerics program (it has no batch, training step or bf16)."""
+    from hlotune.programs.numerics import NUMERICS
+
+    return _variants(NUMERICS[name])
+
+
 @dataclass(frozen=True)
 class WorkloadVariant:
     """A `PREFIX NAME[@SIZE[-bBATCH][-train][-bf16]]` spec resolved against a table of workloads."""
 
     name: str  # the program's name: the spec with its variant spelt out
-    workload: Any  # hlotune.zoo.base.Workload
+    workload: Any  # hlotune.programs.zoo.base.Workload
     size: str
     batch: int | None
     train: bool

@@ -19,6 +19,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.tuning import autotune, tuner
 from hlotune.tuning.call_timing import interleaved_call_times
+from hlotune.tuning.compiled import compile_config as compile_program
 from hlotune.tuning.database import Decision, TuningDatabase
 
 CHEAP = MeasureSettings(rounds=2, repeats=1)
@@ -79,9 +80,6 @@ def test_bad_functions_arguments_and_files_are_clean_errors(tmp_path):
     (tmp_path / "bad.npz").write_bytes(b"garbage" * 10)
     with pytest.raises(HlotuneError, match="not an exported program"):
         load_program(f"export:{tmp_path / 'bad.npz'}")
-    params, x = _arguments()
-    with pytest.raises(HlotuneError, match="positional"):
-        hlotune.autotune(mlp, db=tmp_path / "t.sqlite")(params, x=x)
 
 
 def test_the_decorator_runs_the_decision_stored_for_its_shapes(tmp_path):
@@ -151,7 +149,7 @@ def test_compiled_puts_only_the_arguments_whose_layout_it_changes(monkeypatch):
     placed = dict(params, w1=real_put(params["w1"], Format(Layout((1, 0)), cpu)))
     _assert_same(moved(placed, x), jax.jit(mlp)(params, x))  # already in its layout: not put
     assert len(puts) == 1
-    assert isinstance(hlotune.compiled(mlp, params, x, config=FLAGS), jax.stages.Compiled)
+    assert isinstance(compile_program(Program("mlp", mlp, (params, x)), FLAGS), jax.stages.Compiled)
 
 
 def test_what_the_user_calls_costs_what_the_tuner_measured(tmp_path):

@@ -1,9 +1,9 @@
 """`@hlotune.autotune`: a JAX function that runs under the config tuned for its argument shapes.
 
 A tuned config only holds for one computation on one machine, so the wrapper works per
-signature (the arguments' tree, shapes and dtypes): the first call with a new signature exports
-the function (hlotune.programs.exported), computes the program fingerprint and asks the tuning database
-for a decision made on this machine under this jax. With one, calls run the program compiled
+signature (the static values, the other arguments' tree, shapes and dtypes): the first call
+with a new signature exports the function (hlotune.programs.exported), computes the program
+fingerprint and asks the tuning database for a decision made on this machine under this jax. With one, calls run the program compiled
 under the chosen config; without one, `tune_on_first_call` tunes it there and then (measuring
 in a worker process, which takes a while) and later calls reuse the result, otherwise calls
 run plain `jax.jit(fn)`. Each signature is resolved once per wrapper; `choice(*args)` says
@@ -13,16 +13,19 @@ a Python lookup before every call costs some 4 µs, and 20-40 µs more in a tigh
 XLA:CPU's threads fall asleep waiting for the late call. Other arguments are refused there (a
 TypeError: some 20-40 µs) and looked up; calls without a decision run behind the lookup.
 
-Arguments are passed positionally, as pytrees of arrays (bind anything static with
-functools.partial). Called under a JAX transformation (inside jit, grad, vmap), the function is
-traced as it is: a config applies to a whole executable, the caller's. The decorator tunes for
+The function is called as a jitted one is (programs/calls.py): pytrees of arrays, typed PRNG
+keys included, by position or keyword, and static values where `static_argnums` and
+`static_argnames` say, each value its own program, as jax.jit compiles one for each; only a
+positional call with nothing static reaches the executable directly. Called under a JAX
+transformation (inside jit, grad, vmap), the function is traced as it is: a config applies to a
+whole executable, the caller's. The decorator tunes for
 the machine it runs on, so it takes no runner.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +33,10 @@ from typing import Any
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program
+from hlotune.programs.calls import BoundCall, JitFunction, jit_function
+from hlotune.programs.keys import KeyedFunction
 from hlotune.tuning.database import TuningDatabase, default_db_path
+from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
 from hlotune.tuning.options import TuneOptions
 
 DATABASE, TUNED, JIT = "database", "tuned", "jit"
@@ -54,12 +60,10 @@ class _Entry:
 class Autotuned:
     """`fn` with a config per argument signature, resolved on first use (see the module)."""
 
-    def __init__(self, fn: Callable, *, options: TuneOptions, tune_on_first_call: bool,
+    def __init__(self, jit: JitFunction, *, options: TuneOptions, tune_on_first_call: bool,
                  db: str | Path | None, progress: bool) -> None:
-        import jax
-
-        functools.update_wrapper(self, fn)
-        self._fn, self._jitted = fn, jax.jit(fn)
+        functools.update_wrapper(self, jit.fn)
+        self._fn, self._jit = jit.fn, jit
         self._db = Path(db or default_db_path())
         self._tune_on_first_call, self._options, self._progress = tune_on_first_call, options, progress
         self._entries: dict[Any, _Entry] = {}
@@ -78,34 +82,39 @@ class Autotuned:
     def _dispatch(self, args: tuple, kwargs: dict):
         import jax
 
-        if kwargs:
-            name = getattr(self._fn, "__name__", "function")
-            raise HlotuneError(f"{name}: an autotuned function takes positional arguments "
-                               "(bind the others with functools.partial)")
-        leaves, tree = jax.tree_util.tree_flatten(args)
+        call = self._jit.bind(args, kwargs)
+        leaves, tree = jax.tree_util.tree_flatten(call.traced)
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
-            return self._fn(*args)  # inside jit, grad, vmap...: the enclosing computation is compiled
-        call = self._entry(args, _signature(leaves, tree)).call
-        self._checked = call if isinstance(call, jax.stages.Compiled) else None
-        return call(*args)
+            # inside jit, grad, vmap...: the enclosing computation is compiled
+            return self._fn(*args, **kwargs)
+        run = self._entry(call, _signature(call, leaves, tree)).call
+        # a positional call with nothing static passes its arguments as the executable takes them
+        direct = isinstance(run, jax.stages.Compiled) and not kwargs and not call.static
+        self._checked = run if direct else None
+        return run(*call.traced)
 
-    def choice(self, *args) -> Choice:
-        """The config calls with arguments shaped like `args` run (resolving it if needed)."""
+    def choice(self, *args, **kwargs) -> Choice:
+        """The config calls like `fn(*args, **kwargs)` run (resolving it if needed)."""
         import jax
 
-        return self._entry(args, _signature(*jax.tree_util.tree_flatten(args))).choice
+        call = self._jit.bind(args, kwargs)
+        return self._entry(call, _signature(call, *jax.tree_util.tree_flatten(call.traced))).choice
 
-    def _entry(self, args: tuple, key: tuple) -> _Entry:
+    def _entry(self, call: BoundCall, key: tuple) -> _Entry:
         if key not in self._entries:
-            self._entries[key] = self._resolve(args)
+            self._entries[key] = self._resolve(call)
         return self._entries[key]
 
-    def _resolve(self, args: tuple) -> _Entry:
+    def _resolve(self, call: BoundCall) -> _Entry:
+        """The entry of `call`'s signature, whose `call` takes its traced arguments."""
+        import jax
+
         from hlotune.programs.exported import export_function
         from hlotune.tuning.fingerprint import program_fingerprint
         from hlotune.tuning.tuner import tune
 
-        exported = export_function(self._fn, args)
+        keyed = call.keyed()
+        exported = export_function(keyed, call.data)
         folder = self._db.parent / "programs"
         program = exported.program(folder)
         fingerprint = program_fingerprint(program)
@@ -115,19 +124,20 @@ class Autotuned:
                 decision = db.best(fingerprint,
                                    allow_numerics_change=self._options.allow_numerics_change)
         if decision is not None:
-            return self._compiled(program, Choice(decision.chosen, DATABASE, fingerprint))
+            return _compiled(program, keyed, Choice(decision.chosen, DATABASE, fingerprint))
         if self._tune_on_first_call:
             result = tune(exported.save(folder), options=self._options, db_path=self._db,
                           progress=self._progress)
-            return self._compiled(program, Choice(result.best_config, TUNED, fingerprint))
-        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._jitted)
+            return _compiled(program, keyed, Choice(result.best_config, TUNED, fingerprint))
+        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), jax.jit(call.function))
 
-    def _compiled(self, program: Program, choice: Choice) -> _Entry:
-        """The program as the tuner measured it, the default config too (kept where no
-        candidate beat it): a Compiled, which the next calls reach with no Python lookup."""
-        from hlotune.tuning.compiled import compile_config
 
-        return _Entry(choice, compile_config(program, choice.config))
+def _compiled(program: Program, keyed: KeyedFunction, choice: Choice) -> _Entry:
+    """The program as the tuner measured it, the default config too (kept where no candidate
+    beat it): a Compiled, which the next calls reach with no Python lookup, unless keys cross."""
+    from hlotune.tuning.compiled import compile_config
+
+    return _Entry(choice, keyed.caller(compile_config(program, choice.config)))
 
 
 def autotune(
@@ -138,6 +148,8 @@ def autotune(
     tune_on_first_call: bool = False,
     db: str | Path | None = None,
     progress: bool = True,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Sequence[str] | None = None,
     **options: Any,
 ) -> Autotuned | Callable[[Callable], Autotuned]:
     """Decorate `fn` as `@autotune` or `@autotune(space=..., tune_on_first_call=True, ...)`.
@@ -146,20 +158,23 @@ def autotune(
     `space`, `budget` and `options` (TuneOptions' other fields: strategy, model, settings,
     time_s, batch, seed, allow_numerics_change, ...) are the search `hlotune.tune` runs when a
     signature is tuned, checked here; a config that changes numerics is used only when
-    `allow_numerics_change=True` was given.
+    `allow_numerics_change=True` was given. `static_argnums` and `static_argnames` are jax.jit's.
     """
     if "runner" in options:
         raise HlotuneError("@autotune tunes for the machine it runs on: it takes no runner")
-    search = TuneOptions(space=space, budget=budget, **options)
+    chosen, _ = split_keywords(options, autotune, OPTION_NAMES)
+    search = TuneOptions(space=space, budget=budget, **chosen)
 
     def decorate(function: Callable) -> Autotuned:
-        return Autotuned(function, options=search, tune_on_first_call=tune_on_first_call, db=db,
-                         progress=progress)
+        return Autotuned(jit_function(function, static_argnums, static_argnames), options=search,
+                         tune_on_first_call=tune_on_first_call, db=db, progress=progress)
 
     return decorate if fn is None else decorate(fn)
 
 
-def _signature(leaves: list, tree: Any) -> tuple:
-    """The arguments' tree and each leaf's shape and dtype (a Python scalar's type): built on
-    every call, so it reads attributes only (`str(dtype)` costs 5 µs a leaf)."""
-    return tree, tuple((getattr(leaf, "shape", ()), getattr(leaf, "dtype", type(leaf))) for leaf in leaves)
+def _signature(call: BoundCall, leaves: list, tree: Any) -> tuple:
+    """The static values, the traced arguments' keywords and tree and each leaf's shape and dtype
+    (a Python scalar's type): built on every call, so it reads attributes only (`str(dtype)`
+    costs 5 µs a leaf)."""
+    shapes = tuple((getattr(leaf, "shape", ()), getattr(leaf, "dtype", type(leaf))) for leaf in leaves)
+    return call.static, call.names, tree, shapes

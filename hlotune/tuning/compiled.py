@@ -2,17 +2,20 @@
 
 Flags and per-kernel options are applied by `compiler.hook.compile_config`; layouts need the
 program rebuilt with its layout constraints (LayoutSpace.build_like_program), which takes and
-returns the program's own pytrees. What the user calls costs what the raw executable does: where
-no argument changes layout it is jax's Compiled object itself (C++ dispatch, nothing added per
-call); where some do, a wrapper puts only those arguments into their layout, unless they are in
-it already (a previous call's `device_put`). `compiled(fn, *args, config=...)` applies an
-exported config (`hlotune db export --format json`) to the user's own function, without the
-tuner. benchmarks/compiled_overhead_bench.py times the cost against `jax.jit`.
+returns the program's own pytrees. What the user calls costs what the raw executable does:
+where no argument changes layout `compile_config` gives jax's Compiled object itself (C++
+dispatch, nothing added per call); where some do, a wrapper puts only those arguments into their
+layout, unless they are in it already (a previous call's `device_put`). `compiled(fn, *args,
+config=...)` applies an exported config (`hlotune db export --format json`) to the user's own
+function, without the tuner; it is called as the function is under jax.jit, keywords, static
+values and typed keys included (programs/calls.py), which costs one Python call more where the
+call is all positional and nothing is static. benchmarks/compiled_overhead_bench.py times the
+cost against `jax.jit`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +58,20 @@ def _relayout(name: str, executable: Any, in_tree: Any, moved: list) -> Callable
     return call
 
 
-def compiled(fn: Callable, *args, config: CompileConfig | dict | str | Path) -> Callable:
-    """`fn` compiled for arguments shaped like `args` with `config`: a CompileConfig, its dict,
-    or what `hlotune db export --format json` printed (the JSON text, a file of it, or its
-    parsed dict, whose "config" is used)."""
-    return compile_config(Program(getattr(fn, "__name__", "function"), fn, args), load_config(config))
+def compiled(fn: Callable, *args, config: CompileConfig | dict | str | Path | None = None,
+             static_argnums: int | Sequence[int] | None = None,
+             static_argnames: str | Sequence[str] | None = None, **kwargs) -> Callable:
+    """`fn` compiled for calls like `fn(*args, **kwargs)` with `config`: a CompileConfig, its
+    dict, or what `hlotune db export --format json` printed (the JSON text, a file of it, or its
+    parsed dict, whose "config" is used). As under jax.jit, `static_argnums` and
+    `static_argnames` are baked in: the result is called with the same static values."""
+    from hlotune.programs.calls import jit_function
+    from hlotune.tuning.keywords import split_keywords
+
+    _, arguments = split_keywords(kwargs, compiled, (), fn)
+    if config is None:
+        raise HlotuneError("hlotune.compiled needs config=, the config to compile with")
+    call = jit_function(fn, static_argnums, static_argnames).bind(args, arguments)
+    keyed = call.keyed()
+    executable = compile_config(Program(keyed.__name__, keyed, call.data), load_config(config))
+    return call.caller(keyed.caller(executable))

@@ -343,7 +343,7 @@ def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_p
     assert TuneOptions(strategy="random").ranking_model is None  # the default ranks evolutionary only
     assert TuneOptions(strategy="bandit").ranking_model == "pretrained"  # as its evolutionary arm
     # tune() and @autotune check their keywords before anything is exported, loaded or measured
-    with pytest.raises(TypeError, match="budgte"):
+    with pytest.raises(HlotuneError, match="unknown option 'budgte' for hlotune.tune: did you mean 'budget'"):
         tune("zoo:no-such-program", budgte=8, db_path=tmp_path / "t.sqlite")
     with pytest.raises(HlotuneError, match="^batch "):
         tune("zoo:no-such-program", options=TuneOptions(budget=8), batch=0)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 SPACES = ("flags", "layout", "tile", "fusion", "all")
 STRATEGIES = ("evolutionary", "bandit", "random", "exhaustive", "optuna", "optuna-gp")  # strategies.py's
-FIRST_GENERATIONS = ("random", "covering")  # strategies.py's
+FIRST_GENERATIONS = ("random", "covering", "portfolio")  # strategies.py's
 FORMATS = ("json", "compiler_options", "xla_flags")
 DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"
 
@@ -98,8 +98,9 @@ def add_commands(subparsers) -> None:
                       help="rank the online model's candidates by predicted cost less B posterior "
                       "standard deviations, so choices never measured get tried (LinUCB; default 0)")
     tune.add_argument("--first-generation", choices=FIRST_GENERATIONS, default="random",
-                      help="the evolutionary search's first configs: random draws (default) or a "
-                      "covering design that tries every option value once")
+                      help="the search's first configs: its own random draws (default), a covering "
+                      "design that tries every option value once (evolutionary), or the shipped portfolio "
+                      "of configs that won on other programs (evolutionary, optuna)")
     tune.add_argument("--warm-start", type=int, default=4, metavar="N",
                       help="first try the flags of up to N configs that won on other programs "
                       "here (default 4; 0: none)")

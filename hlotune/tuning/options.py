@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.compiler.space import SPACES
 from hlotune.errors import HlotuneError
-from hlotune.tuning.strategies import FIRST_GENERATIONS, RANKED, STRATEGIES, Strategy
+from hlotune.tuning.strategies import RANKED, STRATEGIES, Strategy, check_first_generation
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -47,7 +47,8 @@ class TuneOptions:
     # the online model ranks by predicted log cost less `optimism` posterior standard
     # deviations (LinUCB), so choices never measured are tried despite a prior that ranks them away
     optimism: float = 0.0
-    # the evolutionary search's first configs: "random" draws or "covering" (every choice once)
+    # the search's first configs: its own "random" draws, "covering" (every choice once: the
+    # evolutionary search) or "portfolio" (configs that won elsewhere: evolutionary and optuna)
     first_generation: str = "random"
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
     batch: int = 8  # configs measured together
@@ -71,9 +72,6 @@ class TuneOptions:
                 raise HlotuneError(f"{name} must be at least 1, got {value}")
         if self.time_s is not None and not self.time_s > 0:
             raise HlotuneError(f"time_s must be positive, got {self.time_s}")
-        if self.first_generation not in FIRST_GENERATIONS:
-            raise HlotuneError(f"first_generation must be one of {', '.join(FIRST_GENERATIONS)}, "
-                               f"got {self.first_generation!r}")
         if self.optimism < 0:
             raise HlotuneError(f"optimism must not be negative, got {self.optimism}")
         if self.warm_start < 0:
@@ -82,6 +80,9 @@ class TuneOptions:
             raise HlotuneError(
                 f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
+        # an Optuna sampler is the optuna strategy's; a Strategy given whole makes its own firsts
+        check_first_generation(self.first_generation, self.strategy if isinstance(self.strategy, str)
+                               else None if isinstance(self.strategy, Strategy) else "optuna")
         if self.ranking_model is not None and not self.ranked:
             if isinstance(self.strategy, Strategy):
                 raise HlotuneError("model ranks for a strategy named here: give your Strategy "

@@ -32,8 +32,14 @@ if TYPE_CHECKING:
 
 STRATEGIES = ("evolutionary", "bandit", "random", "exhaustive", "optuna", "optuna-gp")
 RANKED = ("evolutionary", "bandit")  # the strategies whose candidates a cost model ranks
-# The evolutionary search's first configs: drawn at random, or a covering design (SearchSpace.covering).
-FIRST_GENERATIONS = ("random", "covering")
+# A search's first configs, and the strategies that take each: its own draws; a covering design
+# (SearchSpace.covering), the evolutionary search's (the bandit's evolutionary arm's); or the
+# shipped portfolio of configs that won on other programs (portfolio.py), which the evolutionary
+# search asks first and the optuna strategies enqueue.
+FIRST_GENERATION_STRATEGIES: dict[str, tuple[str, ...]] = {
+    "random": STRATEGIES, "covering": RANKED, "portfolio": (*RANKED, "optuna", "optuna-gp"),
+}
+FIRST_GENERATIONS = tuple(FIRST_GENERATION_STRATEGIES)
 
 
 @dataclass(frozen=True)
@@ -184,7 +190,9 @@ class Evolutionary(Strategy):
     it: random search beat the guided one live (docs/tuning.md). With `cover_first` the first
     generation is a covering design instead (SearchSpace.covering): every value of every gene in
     at least one config, where random draws leave a rare one (DOT, one config in 12) out of 8
-    configs half the time. It did not keep more than random draws (docs/tuning.md).
+    configs half the time. It did not keep more than random draws (docs/tuning.md). `first`
+    configs (a portfolio, portfolio.py) are asked before any other, in order; the first
+    generation's other configs are drawn as above.
     """
 
     name = "evolutionary"
@@ -192,15 +200,24 @@ class Evolutionary(Strategy):
     def __init__(
         self, space: SearchSpace, seed: int = 0, *, population: int = 8,
         cost_model: CostModel | None = None, pool: int = 8, explore: float = 0.1,
-        explore_first: float = 1.0, cover_first: bool = False,
+        explore_first: float = 1.0, cover_first: bool = False, first: Sequence[CompileConfig] = (),
     ) -> None:
         super().__init__()
         self._space, self._rng = space, random.Random(seed)
         self._population, self._cost_model, self._pool = population, cost_model, pool
         self._explore, self._explore_first = explore, explore_first
-        self._cover_first = cover_first
+        self._cover_first, self._first = cover_first, list(first)
 
     def ask(self, n: int) -> list[CompileConfig]:
+        firsts = []
+        while self._first and len(firsts) < n:
+            config = self._first.pop(0)
+            if self._fresh(config):
+                firsts.append(config)
+        return firsts + self._generated(n - len(firsts))
+
+    def _generated(self, n: int) -> list[CompileConfig]:
+        """Up to `n` new configs: the first generation's, or children of the best so far."""
         parents = self._parents()
         evolve = len(parents) >= self._population
         if self._cover_first and len(self._asked) == 1:  # only the default: the first generation
@@ -258,7 +275,10 @@ class OptunaStudy:
 
 class OptunaTPE(Strategy):
     """An Optuna sampler (TPE by default) through its ask/tell API, every gene a categorical
-    parameter (layout sites too, one categorical of all permutations per site).
+    parameter (layout sites too, one categorical of all permutations per site). The TPE is
+    multivariate: XLA's options interact (fast math's sub-options, a library fusion and the
+    passes that feed it), which independent per-parameter densities cannot see. `first`
+    configs (a portfolio, portfolio.py) are enqueued, so the sampler suggests them first.
 
     Optuna may suggest a config it suggested before; that trial is told the known cost at
     once (or when the first one's cost arrives) and another is asked, so every config returned
@@ -276,7 +296,7 @@ class OptunaTPE(Strategy):
     name = "optuna"
 
     def __init__(self, space: SearchSpace, seed: int = 0, *, sampler=None,
-                 study: OptunaStudy | None = None) -> None:
+                 study: OptunaStudy | None = None, first: Sequence[CompileConfig] = ()) -> None:
         super().__init__()
         optuna = require("optuna", "optuna", "--strategy optuna")
         optuna.logging.set_verbosity(optuna.logging.WARNING)  # no line per trial
@@ -291,12 +311,14 @@ class OptunaTPE(Strategy):
         if sampler is None:
             # The constant liar counts trials awaiting their costs as bad, so that one batch of
             # asks spreads out instead of suggesting the same region n times.
-            sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+            sampler = optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
         elif not isinstance(sampler, optuna.samplers.BaseSampler):
             raise HlotuneError(f"not an Optuna sampler: {type(sampler).__name__}")
         self._study = optuna.create_study(direction="minimize", sampler=sampler)
         self._stored = None if study is None else _StoredStudy(optuna, study)
         self._waiting: dict[CompileConfig, list[int]] = {}  # config -> trials awaiting its cost
+        for config in first:
+            self._study.enqueue_trial(self._params(config))
 
     def ask(self, n: int) -> list[CompileConfig]:
         configs: list[CompileConfig] = []
@@ -335,15 +357,19 @@ class OptunaTPE(Strategy):
 
     def _finished_trial(self, trial: Trial):
         """An Optuna trial of an evaluated config (failed when its cost is inf)."""
-        genome = self._space.genome(trial.config)
         ok = math.isfinite(trial.cost)
         return self._optuna.trial.create_trial(
-            params={gene.name: _label(genome.get(gene.name, gene.values[0])) for gene in self._space.genes},
+            params=self._params(trial.config),
             distributions=self._distributions,
             value=trial.cost if ok else None,
             state=self._optuna.trial.TrialState.COMPLETE if ok else self._optuna.trial.TrialState.FAIL,
             user_attrs={"config": trial.config.key},
         )
+
+    def _params(self, config: CompileConfig) -> dict:
+        """Optuna's parameters of a config: every gene's choice."""
+        genome = self._space.genome(config)
+        return {gene.name: _label(genome.get(gene.name, gene.values[0])) for gene in self._space.genes}
 
 
 class _StoredStudy:
@@ -381,9 +407,10 @@ class OptunaGP(OptunaTPE):
 
     name = "optuna-gp"
 
-    def __init__(self, space: SearchSpace, seed: int = 0, *, study: OptunaStudy | None = None) -> None:
+    def __init__(self, space: SearchSpace, seed: int = 0, *, study: OptunaStudy | None = None,
+                 first: Sequence[CompileConfig] = ()) -> None:
         optuna = require("optuna", "optuna", "--strategy optuna-gp")
-        super().__init__(space, seed, sampler=optuna.samplers.GPSampler(seed=seed), study=study)
+        super().__init__(space, seed, sampler=optuna.samplers.GPSampler(seed=seed), study=study, first=first)
 
 
 def make_strategy(
@@ -391,16 +418,17 @@ def make_strategy(
     study: OptunaStudy | None = None, first_generation: str = "random",
 ) -> Strategy:
     """The strategy called `name`; only the evolutionary search (alone or as the bandit's arm)
-    uses a cost model and a `first_generation` (FIRST_GENERATIONS), and only the optuna
-    strategies a stored `study`."""
+    uses a cost model, only the optuna strategies a stored `study`, and a `first_generation`
+    only the strategies FIRST_GENERATION_STRATEGIES lists for it."""
     if name not in STRATEGIES:
         raise HlotuneError(f"unknown strategy {name!r}: use {', '.join(STRATEGIES)}")
     if cost_model is not None and name not in RANKED:
         raise HlotuneError(f"a cost model ranks candidates of the {' and '.join(RANKED)} strategies only, not {name}")
-    if first_generation not in FIRST_GENERATIONS:
-        raise HlotuneError(f"unknown first generation {first_generation!r}: use {', '.join(FIRST_GENERATIONS)}")
+    check_first_generation(first_generation, name)
+    first = portfolio_configs(space) if first_generation == "portfolio" else []
     if name in RANKED:
-        evolutionary = Evolutionary(space, seed, cost_model=cost_model, cover_first=first_generation == "covering")
+        evolutionary = Evolutionary(space, seed, cost_model=cost_model, cover_first=first_generation == "covering",
+                                    first=first)
         if name == "evolutionary":
             return evolutionary
         from hlotune.tuning.bandit import Bandit  # a strategy of strategies: it imports this module
@@ -412,5 +440,23 @@ def make_strategy(
     if name == "exhaustive":
         return Exhaustive.around_default(space, seed=seed)
     if name == "optuna-gp":
-        return OptunaGP(space, seed, study=study)
-    return OptunaTPE(space, seed, study=study)
+        return OptunaGP(space, seed, study=study, first=first)
+    return OptunaTPE(space, seed, study=study, first=first)
+
+
+def check_first_generation(first_generation: str, strategy: str | None) -> None:
+    """HlotuneError unless `first_generation` is one that the strategy named takes (None: a
+    Strategy given whole, which makes its own first configs)."""
+    takers = FIRST_GENERATION_STRATEGIES.get(first_generation)
+    if takers is None:
+        raise HlotuneError(f"first_generation must be one of {', '.join(FIRST_GENERATIONS)}, got {first_generation!r}")
+    if first_generation != "random" and strategy not in takers:
+        raise HlotuneError(f"first_generation {first_generation!r} is for the {', '.join(takers)} strategies, "
+                           f"not {strategy or 'a Strategy given whole'}")
+
+
+def portfolio_configs(space: SearchSpace) -> list[CompileConfig]:
+    """The shipped portfolio's configs that `space` can express (portfolio.py)."""
+    from hlotune.tuning.portfolio import load_portfolio  # its builder's imports import this module
+
+    return load_portfolio().within(space)

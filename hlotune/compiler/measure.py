@@ -17,6 +17,15 @@ Two guards against timer noise: where one call of the default is shorter than
 `min_sample_s`, a sample times K calls back to back (K chosen per batch from the default's
 warm-up call); and with a `noise_target`, rounds go on until every config's median is known
 that precisely (its 95% confidence interval) or a cap is reached.
+
+With `early_stop` (a racing method's sequential test, as Kernel Tuner's early termination), a
+config is timed no more once it is slower than the default beyond doubt: from round
+EARLY_STOP_ROUNDS, when the low end of its median's 95% interval exceeds EARLY_STOP_RATIO times
+the high end of the default's (all its executables' samples, as `BatchResult.default_ns`; the
+margin covers their spread, the noise floor). A tuner never chooses such a config, so its
+remaining rounds would only sharpen a number nobody compares; its median (from fewer samples)
+stays its cost, and `Measurement.stopped` says it was cut short. A collection, whose samples are
+its labels, measures every config in full.
 """
 
 from __future__ import annotations
@@ -41,6 +50,13 @@ from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
 
 OK, FAILED, WRONG_OUTPUT = "ok", "failed", "wrong_output"
+# Early stopping: rounds before the first test, and the margin over the default beyond the
+# intervals. After 3 rounds of 3 repeats the low end of a median's interval is the 2nd smallest
+# of 9 samples, so a stop needs 8 of them slow, at least 2 in every round: a disturbance of one
+# or two rounds cannot stop a config. A config within 10% of the default keeps all its samples:
+# its median still teaches a search's cost model where the near misses are.
+EARLY_STOP_ROUNDS = 3
+EARLY_STOP_RATIO = 1.10
 _FATAL = re.compile(r"^F\d{4} |.*Check failed")  # XLA's fatal log lines
 
 
@@ -62,6 +78,8 @@ class MeasureSettings:
     time_cap_s: float = 600.0
     profile_runs: int = 0  # profiled calls per config and profile round (0: no profile)
     profile_rounds: int = 3
+    # Stop timing a config once it is slower than the default beyond doubt (module docstring).
+    early_stop: bool = True
 
     def __post_init__(self) -> None:
         for name in ("rounds", "repeats", "default_replicas"):
@@ -86,6 +104,7 @@ class Measurement:
     max_rel_error: float = 0.0
     call_ns: int = 0  # one call, timed at warm-up
     converged: bool | None = None  # its median met the noise target (None: no target)
+    stopped: bool = False  # timed no more: slower than the default beyond doubt (early_stop)
     # With profile_runs: each kernel's median ns per run and its events per run, a profiled
     # run's span from its first kernel's start to its last kernel's end (median), the compiled
     # module's text (kernels.kernels_of reads it), or why profiling failed.
@@ -100,20 +119,30 @@ class Measurement:
         return float(np.median(self.samples_ns)) if self.samples_ns else float("nan")
 
     @property
+    def median_interval(self) -> tuple[float, float]:
+        return median_interval(self.samples_ns)
+
+    @property
     def median_halfwidth(self) -> float:
-        """Relative half-width of the 95% confidence interval of the median: the order
-        statistics n/2 -+ 1.96 sqrt(n)/2 (distribution-free), over twice the median."""
-        samples = np.sort(self.samples_ns)
-        n = len(samples)
-        if n < 6:
-            return float("inf")
-        low = max(int(np.floor(n / 2 - 0.98 * np.sqrt(n))), 0)
-        high = min(int(np.ceil(n / 2 + 0.98 * np.sqrt(n))), n - 1)
-        return float((samples[high] - samples[low]) / (2 * np.median(samples)))
+        """Relative half-width of `median_interval`: its width over twice the median."""
+        low, high = self.median_interval
+        return (high - low) / (2 * self.median_ns) if math.isfinite(high) else float("inf")
 
     @property
     def ok(self) -> bool:
         return self.status == OK
+
+
+def median_interval(samples_ns: Sequence[int]) -> tuple[float, float]:
+    """95% confidence interval of the median in ns: the order statistics n/2 -+ 1.96 sqrt(n)/2
+    (distribution-free); (0, inf) under 6 samples, too few to bound it."""
+    samples = np.sort(samples_ns)
+    n = len(samples)
+    if n < 6:
+        return 0.0, float("inf")
+    low = max(int(np.floor(n / 2 - 0.98 * np.sqrt(n))), 0)
+    high = min(int(np.ceil(n / 2 + 0.98 * np.sqrt(n))), n - 1)
+    return float(samples[low]), float(samples[high])
 
 
 @dataclass
@@ -190,7 +219,8 @@ class Measurer:
         `configs[i]`. `prior` (id -> samples of each finished round) resumes an interrupted
         batch: only the remaining rounds run. `on_round` sees each finished round, to journal
         it. With a noise target, rounds go on until every live config meets it or the caps are
-        reached; `Measurement.converged` says which did.
+        reached; `Measurement.converged` says which did. With `early_stop`, configs slower than
+        the default beyond doubt sit out the rounds left (`Measurement.stopped`).
         """
         settings, program = self.settings, self.program
         ids = {f"d{i}": DEFAULT_CONFIG for i in range(settings.default_replicas + 1)}
@@ -209,6 +239,8 @@ class Measurer:
         while round_index < settings.rounds or (
             _noisy(results, settings) and round_index < settings.max_rounds and time.monotonic() < deadline
         ):
+            if settings.early_stop and round_index >= EARLY_STOP_ROUNDS:
+                _stop_slow(results)
             round_samples = _run_round(session, results, rng, settings, loop)
             if on_round is not None:
                 on_round(round_index, round_samples)
@@ -246,9 +278,26 @@ class Measurer:
 
 
 def _noisy(results: dict[str, Measurement], settings: MeasureSettings) -> bool:
-    """Whether a live config's median is still less certain than the noise target."""
+    """Whether a timed config's median is still less certain than the noise target."""
     target = settings.noise_target
-    return target is not None and any(m.ok and m.median_halfwidth > target for m in results.values())
+    return target is not None and any(_timed(m) and m.median_halfwidth > target for m in results.values())
+
+
+def _timed(measurement: Measurement) -> bool:
+    """Whether a config still takes part in the timed rounds."""
+    return measurement.ok and not measurement.stopped
+
+
+def _stop_slow(results: dict[str, Measurement]) -> None:
+    """Stop the candidates whose median is above the default's beyond doubt: the low end of
+    its interval over EARLY_STOP_RATIO times the high end of the default's, over all its
+    executables' samples. A stop that doubt would not allow costs little: the config keeps a
+    median from fewer samples, near what its full samples would say."""
+    default = [s for id, m in results.items() if id.startswith("d") and m.ok for s in m.samples_ns]
+    default_high = median_interval(default)[1]
+    for id, measurement in results.items():
+        if not id.startswith("d") and _timed(measurement):
+            measurement.stopped = measurement.median_interval[0] > EARLY_STOP_RATIO * default_high
 
 
 def _restore(results: dict[str, Measurement], prior: dict[str, list[list[int]]]) -> int:
@@ -316,7 +365,7 @@ def _run_round(
     session: _Session, results: dict[str, Measurement], rng: random.Random, settings, loop: int
 ) -> dict[str, list[int]]:
     """One round over the live configs in a fresh random order; a crash fails only its config."""
-    pending = [id for id, m in results.items() if m.ok]
+    pending = [id for id, m in results.items() if _timed(m)]
     rng.shuffle(pending)
     round_samples: dict[str, list[int]] = {}
     while pending:

@@ -14,8 +14,9 @@ hardware fingerprint and the jax/jaxlib versions; queries only ever return recor
 machine and compiler. The tables:
 
 - `measurements`: one row per (program, config, machine, compiler): status, reason, median,
-  samples, and the default's median and noise floor of its batch (a runtime is compared with
-  the default measured beside it: batches minutes apart drift);
+  samples, whether early stopping cut its samples short (measure.py), and the default's median
+  and noise floor of its batch (a runtime is compared with the default measured beside it:
+  batches minutes apart drift);
 - `compiles` and `thunk_modules`: what the kernel screen (kernel_screen.py) learnt of a config
   by compiling it, its thunks, and each thunk's module text once, so a resumed tune compiles
   nothing twice;
@@ -46,8 +47,8 @@ from hlotune.compiler.measure import OK, BatchResult, Measurement
 from hlotune.errors import HlotuneError
 
 EXPORT_FORMATS = ("json", "compiler_options", "xla_flags")
-_SCHEMA_VERSION = 5  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check;
-# 5: compiles and thunk_modules (the kernel screen's cache)
+_SCHEMA_VERSION = 6  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check;
+# 5: compiles and thunk_modules (the kernel screen's cache); 6: measurements.stopped
 _BUSY_TIMEOUT_S = 60.0
 CONFIRM_PREFIX = "confirm:"  # claims on re-measuring a candidate beside the default
 _CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only after this
@@ -74,6 +75,7 @@ CREATE TABLE IF NOT EXISTS measurements (
     timestamp REAL NOT NULL,
     max_rel_error REAL,
     kernel_costs TEXT,
+    stopped INTEGER,
     UNIQUE (program, config, machine, jax, jaxlib)
 );
 CREATE TABLE IF NOT EXISTS decisions (
@@ -143,6 +145,7 @@ class Record:
     # profiled kernels' times relative to the same kernels under the batch's default, by name
     # (None: not profiled)
     kernel_costs: dict[str, float] | None = None
+    stopped: bool = False  # early stopping cut its samples short (never, before v6)
 
     @property
     def config(self) -> CompileConfig:
@@ -165,16 +168,16 @@ class Decision:
 
     `default_ns` and `candidate_ns` come from the batch that reports the speedup: for a kept
     candidate, one measured after choosing it (unbiased by the choice); when the default was
-    kept, the candidate's last choosing round. Decisions stored before the final check had
-    rounds hold None, None and 0 in the last three fields, and their speedup is the choosing
-    batch's."""
+    kept, the candidate's last choosing round (its search batch, when none raced). Decisions
+    stored before the final check had rounds hold None, None and 0 in the last three fields,
+    and their speedup is the choosing batch's."""
 
     program: str
     candidate: CompileConfig
     chosen: CompileConfig  # the candidate, or the default when its gain was within the noise
     default_ns: float
     candidate_ns: float | None  # None when the candidate failed on re-measurement
-    noise_floor: float | None  # the bar its gain had to clear
+    noise_floor: float | None  # of the rounds that chose (final_check.py derives the bar from it)
     strategy: str
     space: str
     timestamp: float
@@ -279,7 +282,7 @@ class TuningDatabase(Database):
     def _migrate(self) -> None:
         with self._writing():
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            if version not in (0, 1, 2, 3, 4, _SCHEMA_VERSION):
+            if version not in (0, 1, 2, 3, 4, 5, _SCHEMA_VERSION):
                 raise HlotuneError(
                     f"{self.path}: tuning database version {version}, this hlotune reads {_SCHEMA_VERSION}"
                 )
@@ -292,6 +295,9 @@ class TuningDatabase(Database):
                     self._db.execute(f"ALTER TABLE decisions ADD COLUMN {column}")
             for statement in _SCHEMA.split(";"):
                 self._db.execute(statement)
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(measurements)")}
+            if "stopped" not in columns:  # before v6: NULL, measured before early stopping
+                self._db.execute("ALTER TABLE measurements ADD COLUMN stopped INTEGER")
             self._db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -387,11 +393,11 @@ class TuningDatabase(Database):
     def _insert(self, fingerprint: str, m: Measurement, default_ns: float, noise_floor: float,
                 kernel_costs: dict[str, float] | None = None) -> None:
         self._db.execute(
-            "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR IGNORE INTO measurements VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (fingerprint, m.config.key, *self._scope, m.status, m.reason,
              m.median_ns if m.samples_ns else None, default_ns, _finite_or_none(noise_floor),
              json.dumps(m.samples_ns), m.compile_s, time.time(), _finite_or_none(m.max_rel_error),
-             None if kernel_costs is None else json.dumps(kernel_costs)),
+             None if kernel_costs is None else json.dumps(kernel_costs), int(m.stopped)),
         )
 
     def decide(self, decision: Decision) -> None:
@@ -417,12 +423,12 @@ class TuningDatabase(Database):
     def _records(self, where: str, arguments: tuple) -> list[Record]:
         rows = self._db.execute(
             "SELECT program, config, status, reason, median_ns, default_ns, noise_floor, samples, "
-            "compile_s, timestamp, max_rel_error, kernel_costs FROM measurements "
+            "compile_s, timestamp, max_rel_error, kernel_costs, COALESCE(stopped, 0) FROM measurements "
             f"WHERE program = ? {where} AND machine = ? AND jax = ? AND jaxlib = ? ORDER BY rowid",
             (*arguments, *self._scope),
         ).fetchall()
-        return [Record(*row[:7], tuple(json.loads(row[7])), *row[8:11], row[11] and json.loads(row[11]))
-                for row in rows]
+        return [Record(*row[:7], tuple(json.loads(row[7])), *row[8:11], row[11] and json.loads(row[11]),
+                       bool(row[12])) for row in rows]
 
     def decision(self, fingerprint: str, candidate_key: str | None = None) -> Decision | None:
         """The latest decision on the program (about `candidate_key`, if given)."""

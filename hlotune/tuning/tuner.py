@@ -8,12 +8,12 @@ evaluated configs, the default included, whether measured now or found in the da
 re-running a command finishes its search instead of starting a longer one.
 
 Runtimes from different batches are compared through their batch's default (drift). The
-final check (final_check.py) re-measures the search's fastest configs beside the default until
-one leads beyond the noise floor, chooses it only when it beats the default beyond the noise
-floor (otherwise the default is kept and the result says so), and reports its speedup from one
-more batch, measured after choosing it: the best of many noisy measurements flatters the
-winner, and a number that played no part in choosing does not. The decision is stored, so a
-re-run that ends on the same finalists measures nothing.
+final check (final_check.py) races the search's fastest configs that beat the default beyond
+their batch's noise floor, re-measuring them beside the default until the leader's gain is
+beyond doubt (otherwise the default is kept and the result says so), and reports its speedup
+from one more batch, measured after choosing it: the best of many noisy measurements flatters
+the winner, and a number that played no part in choosing does not. The decision is stored, so
+a re-run that ends on the same finalists measures nothing.
 
 A `time_s` budget counts from the call, so loading the program and the models, ranking, asking
 and compiling all spend it; the search asks only for as many configs as its pace so far says
@@ -53,16 +53,18 @@ from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.compiler.kernel_program import load_kernel_program_model
 from hlotune.programs import Program, load_program
+from hlotune.programs.calls import BoundCall, jit_function
 from hlotune.progress import note
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers
 from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
-from hlotune.tuning.final_check import FINALISTS, final_check
+from hlotune.tuning.final_check import FINALISTS, Beside, Finalist, final_check
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.kernel_screen import KernelScreen
 from hlotune.tuning.kernelwise import Kernelwise, rank_candidates
 from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.online import OnlineCostModel
+from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
 from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.staged import Stage, Staged
 from hlotune.tuning.transfer import TRANSFER, load_transfer
@@ -74,6 +76,7 @@ from hlotune.tuning.strategies import (
     Strategy,
     Trial,
     make_strategy,
+    portfolio_configs,
 )
 
 
@@ -109,6 +112,8 @@ class TuneResult:
     screened: int = 0  # candidates a kernel screen compiled (kernel_screen.py), none run
     screen_s: float = 0.0  # the seconds it spent compiling them
     _program: Program | None = field(default=None, repr=False, compare=False)
+    # a tuned function's: its executable as a callable of the user's call (static values, keys)
+    _caller: Callable[[Callable], Callable] | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         values = {f.name: getattr(self, f.name) for f in fields(self) if not f.name.startswith("_")}
@@ -120,7 +125,8 @@ class TuneResult:
         """The program compiled here with the best config, callable like the original function."""
         from hlotune.tuning.compiled import compile_config
 
-        return compile_config(self._program or load_program(self.program), self.best_config)
+        executable = compile_config(self._program or load_program(self.program), self.best_config)
+        return executable if self._caller is None else self._caller(executable)
 
 
 def tune(
@@ -131,13 +137,18 @@ def tune(
     runner: str | Runner = "local",
     callbacks: Sequence[Callback] = (),
     progress: bool = True,
+    static_argnums: int | Sequence[int] | None = None,
+    static_argnames: str | Sequence[str] | None = None,
     **keywords: Any,
 ) -> TuneResult:
     """Tune the program spec `program` (zoo:NAME[@VARIANT], file.py:FACTORY, export:PATH), or
-    the JAX function `program` for the example arguments `args` (pytrees of arrays).
+    the JAX function `program` for the example call `program(*args, **keywords)`, which it
+    takes as jax.jit does: pytrees of arrays (typed PRNG keys too), and static values where
+    `static_argnums` and `static_argnames` say, baked into the program (each its own tune).
 
-    The search is `options` with `keywords` in place of its fields: `tune(fn, *args, budget=16)`
-    is `tune(fn, *args, options=TuneOptions(budget=16))`. Those fields (options.py) are `space`,
+    The search is `options` with the keywords that name its fields in their place (the others
+    go to the function, keywords.py): `tune(fn, *args, budget=16)` is
+    `tune(fn, *args, options=TuneOptions(budget=16))`. Those fields (options.py) are `space`,
     `budget` evaluated configs (the default included) and/or `time_s` seconds, whichever ends
     first (a batch in flight finishes), `strategy` (a name, a Strategy instance, e.g.
     `Exhaustive([...])` to measure chosen configs, or an Optuna sampler, whose study is stored
@@ -147,20 +158,23 @@ def tune(
 
     A function is exported with jax.export into `programs/` beside the database (so the worker
     can load it, see hlotune.programs.exported); on it the layout space holds only the arguments'
-    layouts. `result.compiled()` takes and returns what the function does. `runner` ("local",
-    "ray", "ray:ADDRESS" or a Runner) measures; the database is read and written under its
-    machine's hardware fingerprint (runners.py). `callbacks` see every batch.
+    layouts. `result.compiled()` takes and returns what the function does, for the same static
+    values. `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read
+    and written under its machine's hardware fingerprint (runners.py). `callbacks` see every
+    batch.
     """
     started = time.monotonic()
-    options = replace(options or TuneOptions(), **keywords)
+    function = None if isinstance(program, str) else program
+    chosen, arguments = split_keywords(keywords, tune, OPTION_NAMES, function)
+    options = replace(options or TuneOptions(), **chosen)
     db_path = Path(db_path or default_db_path())
     db_path.parent.mkdir(parents=True, exist_ok=True)  # the Optuna study's folder too
-    if not isinstance(program, str):
-        from hlotune.programs.exported import export_function
-
-        program = export_function(program, args).save(db_path.parent / "programs")
-    elif args:
-        raise HlotuneError("example arguments go with a function, not with a program spec")
+    caller = None
+    if function is not None:
+        call = jit_function(function, static_argnums, static_argnames).bind(args, arguments)
+        program, caller = _export(call, db_path.parent / "programs")
+    elif args or static_argnums is not None or static_argnames is not None:
+        raise HlotuneError("example arguments and static ones go with a function, not with a program spec")
     loaded = load_program(program)
     fingerprint = program_fingerprint(loaded)
     model = options.ranking_model
@@ -197,7 +211,17 @@ def tune(
                 prior.close()
     screened = (prior.compiled, prior.compile_s) if isinstance(prior, KernelScreen) else (0, 0.0)
     return replace(tuner.result(decision, seconds=time.monotonic() - started), screened=screened[0],
-                   screen_s=screened[1])
+                   screen_s=screened[1], _caller=caller)
+
+
+def _export(call: BoundCall, folder: Path) -> tuple[str, Callable[[Callable], Callable]]:
+    """The spec of `call`'s program (exported.py), and what makes a compile of it a callable of
+    the user's call."""
+    from hlotune.programs.exported import export_function
+
+    keyed = call.keyed()
+    spec = export_function(keyed, call.data).save(folder)
+    return spec, lambda executable: call.caller(keyed.caller(executable))
 
 
 @dataclass(frozen=True)
@@ -310,7 +334,8 @@ def _strategy(
     if isinstance(strategy, str):
         return make_strategy(strategy, space, options.seed, cost_model, study=study,
                              first_generation=options.first_generation)
-    return OptunaTPE(space, options.seed, sampler=strategy, study=study)
+    first = portfolio_configs(space) if options.first_generation == "portfolio" else ()
+    return OptunaTPE(space, options.seed, sampler=strategy, study=study, first=first)
 
 
 def _warm_started(search: Strategy, space: SearchSpace, winners: list[CompileConfig]) -> Strategy:
@@ -442,7 +467,7 @@ class Tuner:
             if decided is not None:
                 return decided
         verdict = final_check(lambda configs: self.runner.measure(self.program.name, configs, self.settings),
-                              finalists, deadline)
+                              [self._finalist(config) for config in finalists], deadline)
         found = {trial.config: 1 / trial.cost for trial in self.trials}
         reported = verdict.reported
         decision = Decision(self.fingerprint, verdict.candidate, verdict.chosen, reported.default_ns,
@@ -458,6 +483,11 @@ class Tuner:
         """The `finalists` fastest configs of the search that beat the default there."""
         faster = sorted((t for t in self.trials if t.cost < 1.0), key=lambda t: t.cost)
         return [trial.config for trial in faster[: self.finalists]]
+
+    def _finalist(self, config: CompileConfig) -> Finalist:
+        """A finalist with its search measurement and that batch's noise floor (the gate)."""
+        record = self.database.lookup(self.fingerprint, config.key)
+        return Finalist(config, Beside(record.median_ns, record.default_ns), record.noise_floor)
 
     def _decided(self, finalists: list[CompileConfig]) -> Decision | None:
         for config in finalists or [DEFAULT_CONFIG]:

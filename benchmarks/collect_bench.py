@@ -14,38 +14,34 @@ so the machine's drift falls on every mode alike; each mode gets its own folder 
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.ticker import FuncFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter  # noqa: E402
-import numpy as np  # noqa: E402
+import harness
+from hlotune.data.builtin import resolve
+from hlotune.data.npz import read_sample
+from hlotune.evaluation.evaluate import noise_ceiling
 
-from hlotune.data.builtin import ROOT  # noqa: E402
-from hlotune.data.npz import read_sample  # noqa: E402
-from hlotune.evaluation.evaluate import noise_ceiling  # noqa: E402
+DEFAULT_FOLDERS = ("builtin:flags", "builtin:layout")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("folders", nargs="*", type=Path, default=[ROOT / "flags", ROOT / "layout"])
+    parser = harness.parser(__doc__, plot=Path("docs/img/runtime_spread.png"), json=False)
+    parser.add_argument("folders", nargs="*", type=resolve, help="collected folders or builtin: names "
+                        f"(default: {' '.join(DEFAULT_FOLDERS)})")
     parser.add_argument("--programs", nargs="+", help="collect these first (fresh measurement)")
     parser.add_argument("--space", default="flags", choices=("flags", "layout"))
     parser.add_argument("--configs", type=int, default=16)
     parser.add_argument("--noise-targets", nargs="+", default=["none"],
                         help="'none' (fixed samples) and/or relative CI half-widths, e.g. none 0.02")
-    parser.add_argument("--out", type=Path, default=Path("/tmp/hlotune-collect-bench"))
-    parser.add_argument("--plot", type=Path, default=Path("docs/img/runtime_spread.png"))
-    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/hlotune-collect-bench"),
+                        help="the folder --programs are collected into")
     args = parser.parse_args()
-    folders = args.folders
-    if args.programs:
-        folders = _collect(args)
+    folders = _collect(args) if args.programs else args.folders or list(map(resolve, DEFAULT_FOLDERS))
     report = {str(folder): _report(folder) for folder in folders if folder.is_dir()}
     for folder, rows in report.items():
         _print_table(folder, rows)
@@ -110,10 +106,11 @@ def _totals(rows: list[dict]) -> dict:
 
 def _print_table(folder: str, rows: list[dict]) -> None:
     print(f"\n{folder}")
-    print(f"{'graph':<28} {'split':<6} {'configs':>7} {'failed':>6} {'cfg/s':>6} {'noise':>7} {'spread':>7}")
-    for r in rows:
-        print(f"{r['graph']:<28} {r['split']:<6} {r['configs']:>7} {r['failed']:>6} {r['rate']:>6.2f} "
-              f"{r['noise_floor']:>7.1%} {r['spread']:>6.2f}x")
+    print(harness.text_table(
+        ("graph", "split", "configs", "failed", "cfg/s", "noise", "spread"),
+        [(r["graph"], r["split"], str(r["configs"]), str(r["failed"]), f"{r['rate']:.2f}",
+          f"{r['noise_floor']:.1%}", f"{r['spread']:.2f}x") for r in rows],
+        align="llrrrrr", rule=False))
     totals = _totals(rows)
     print(f"{totals['graphs']} graphs, {totals['configs']} configs at {totals['configs_per_second']:.2f} "
           f"configs/s; median noise floor {totals['median_noise_floor']:.1%}, "
@@ -127,7 +124,7 @@ def _plot(report: dict[str, list[dict]], path: Path) -> None:
     panels = [(folder, rows) for folder, rows in report.items() if rows]
     if not panels:
         return
-    figure, axes = plt.subplots(len(panels), 1, figsize=(14, 4.5 * len(panels)), squeeze=False)
+    figure, axes = harness.subplots(len(panels), 1, figsize=(14, 4.5 * len(panels)), squeeze=False)
     for axis, (folder, rows) in zip(axes[:, 0], panels):
         axis.boxplot([r["relative"] for r in rows], showfliers=True, flierprops={"markersize": 2})
         axis.set_xticks(range(1, len(rows) + 1), [r["graph"] for r in rows], rotation=90, fontsize=7)
@@ -137,9 +134,7 @@ def _plot(report: dict[str, list[dict]], path: Path) -> None:
         axis.yaxis.set_minor_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
         axis.set_ylabel("runtime / default")
         axis.set_title(f"{Path(folder).name}: runtime of each measured config relative to the default")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    harness.save_figure(figure, path)
 
 
 if __name__ == "__main__":

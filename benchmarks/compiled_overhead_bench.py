@@ -35,7 +35,6 @@ this 2-core machine; a wrapper's few µs can cross that line where jax's C++ dis
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -47,16 +46,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import hlotune  # noqa: E402
-from hlotune.compiler.config import CompileConfig  # noqa: E402
-from hlotune.compiler.flags import FlagConfig  # noqa: E402
-from hlotune.compiler.hook import compile_config  # noqa: E402
-from hlotune.compiler.layouts import LayoutConfig, LayoutSpace  # noqa: E402
-from hlotune.programs import Program, load_program  # noqa: E402
-from hlotune.tuning.call_timing import interleaved_call_times  # noqa: E402
-from hlotune.tuning.database import Decision, TuningDatabase  # noqa: E402
+import harness
+import hlotune
+from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.hook import compile_config
+from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
+from hlotune.programs import Program, load_program
+from hlotune.tuning.call_timing import interleaved_call_times
+from hlotune.tuning.database import Decision, TuningDatabase
 
 BOUND_FRACTION, BOUND_S = 0.01, 20e-6
 PLACED = "compiled(), placed"
@@ -137,16 +135,18 @@ def _row(name: str, program: Program, label: str, config: CompileConfig, space: 
 def _print(rows: list[dict], mode: str) -> None:
     print(f"\n{mode}: µs per call, block minimum (median); overheads over raw from the minima / "
           "the medians\n")
-    print("| program | config | jit | raw | compiled() | compiled() − raw | placed − raw "
-          "| autotune − raw | jit / raw | jit / compiled() |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for row in rows:
-        times = row[mode]
-        cells = [f"{times['min_us'][k]:.1f} ({times['median_us'][k]:.1f})" for k in ("jit", "raw", "compiled()")]
-        cells += [_overhead(times, name) if name in times["min_us"] else "—"
-                  for name in ("compiled()", PLACED, "autotune")]
-        cells += [f"{_speedup(times, 'raw'):.3f}x", f"{_speedup(times, 'compiled()'):.3f}x"]
-        print(f"| {row['program']} | {row['config']} | " + " | ".join(cells) + " |")
+    header = ("program", "config", "jit", "raw", "compiled()", "compiled() − raw", "placed − raw",
+              "autotune − raw", "jit / raw", "jit / compiled()")
+    print(harness.markdown(header, [_cells(row, row[mode]) for row in rows], align="ll" + "r" * 8))
+
+
+def _cells(row: dict, times: dict) -> list[str]:
+    """A row of one mode's table: the times, the overheads over raw, the speedups over jit."""
+    cells = [row["program"], row["config"]]
+    cells += [f"{times['min_us'][k]:.1f} ({times['median_us'][k]:.1f})" for k in ("jit", "raw", "compiled()")]
+    cells += [_overhead(times, name) if name in times["min_us"] else "—"
+              for name in ("compiled()", PLACED, "autotune")]
+    return cells + [f"{_speedup(times, 'raw'):.3f}x", f"{_speedup(times, 'compiled()'):.3f}x"]
 
 
 def _overhead(times: dict, name: str) -> str:
@@ -162,25 +162,24 @@ def _speedup(times: dict, name: str) -> float:
 
 def _print_delivered(rows: list[dict]) -> None:
     """Issue 29's goal: compiled() delivers at least 80% of the gain the tuner reported."""
-    print("\n| program | tuned config | tuner's speedup | jit / raw | jit / compiled() | delivered |")
-    print("|---|---|---:|---:|---:|---:|")
     mode = next(iter(MODES))
+    cells = []
     for row in rows:
         reported, times = row["reported_speedup"], row[mode]
         delivered = _speedup(times, "compiled()")
         share = f"{(delivered - 1) / (reported - 1):.0%}" if reported > 1 else "—"
-        print(f"| {row['program']} | `{json.dumps(row['config_dict'])}` | {reported:.3f}x | "
-              f"{_speedup(times, 'raw'):.3f}x | {delivered:.3f}x | {share} |")
+        cells.append([row["program"], f"`{json.dumps(row['config_dict'])}`", f"{reported:.3f}x",
+                      f"{_speedup(times, 'raw'):.3f}x", f"{delivered:.3f}x", share])
+    header = ("program", "tuned config", "tuner's speedup", "jit / raw", "jit / compiled()", "delivered")
+    print("\n" + harness.markdown(header, cells, align="llrrrr"))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", nargs="+", default=["mlp", "kmeans", "zoo:mlp@small"],
-                        help="mlp, kmeans (defined here) or program specs")
+    parser = harness.parser(__doc__, programs=["mlp", "kmeans", "zoo:mlp@small"])
     parser.add_argument("--rounds", type=int, default=30, help="interleaved rounds (blocks of ~30 ms)")
     parser.add_argument("--tune", type=int, metavar="BUDGET",
                         help="also tune each program (hlotune.tune, flags) and time its best config")
-    parser.add_argument("--out", type=Path, help="write the results as JSON")
+    harness.add_common(parser, out=None)
     args = parser.parse_args()
     functions = _functions()
     rows = []
@@ -204,8 +203,8 @@ def main() -> None:
         _print_delivered([row for row in rows if "reported_speedup" in row])
     if args.out:
         machine = {"cpus": os.cpu_count(), "processor": platform.processor(), "jax": jax.__version__}
-        args.out.write_text(json.dumps({"settings": vars(args) | {"out": str(args.out)},
-                                        "machine": machine, "rows": rows}, indent=1))
+        harness.write_json(args.out, {"settings": vars(args) | {"out": str(args.out)},
+                                      "machine": machine, "rows": rows})
 
 
 if __name__ == "__main__":

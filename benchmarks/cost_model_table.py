@@ -1,13 +1,13 @@
 """The cost model's results table: the GNN, its ablations and every baseline on held-out data.
 
-Each variant is trained on `ROOT/COLLECTION/train` (the built-in dataset unless `--root`;
+Each variant is trained on `builtin:COLLECTION/train` (or `--root`'s COLLECTION/train;
 early stopping on `/valid`) with several seeds and evaluated on `/test`, the families no model
 has seen; baselines are evaluated on the same files, the trained ones fitted on the same train
 split. The full recipe's seeds are also scored together as one seed ensemble. Prints a markdown
 table (mean +- std over seeds) with the noise ceiling, writes the raw numbers as JSON, and with
-`--doc` puts the table into docs/cost_model.md between its markers for the collection.
+`--doc` puts the table into docs/results/cost_model.md between its markers for the collection.
 
-    OMP_NUM_THREADS=1 python benchmarks/cost_model_table.py --collection flags --doc docs/cost_model.md
+    OMP_NUM_THREADS=1 python benchmarks/cost_model_table.py --collection flags --doc docs/results/cost_model.md
     python benchmarks/cost_model_table.py --collection layout --variants full --keep full=DIR
     python benchmarks/cost_model_table.py --collection flags --variants "+ joint multi-task with the other space" \
         --no-baselines --merge docs/img/cost_model_table_flags.json --json docs/img/cost_model_table_flags.json
@@ -27,7 +27,8 @@ from pathlib import Path
 
 import torch
 
-from hlotune.data.builtin import ROOT
+import harness
+from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.evaluate import evaluate
 from hlotune.evaluation.scorers import Scorer, load_scorer
@@ -121,22 +122,28 @@ def other_space(collection: str) -> str:
     return "layout" if collection == "flags" else "flags"
 
 
+def collection_folder(root: Path | None, collection: str) -> Path:
+    """COLLECTION's folder (train, valid, test in it) under `root`, else the built-in one."""
+    return root / collection if root else resolve(f"builtin:{collection}")
+
+
 def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(1)
-    split = args.root / args.collection
+    split = collection_folder(args.root, args.collection)
     rows: dict[str, list[dict]] = {}
     keep = dict(item.split("=", 1) for item in args.keep)
     work = Path(tempfile.mkdtemp(prefix="hlotune-table-"))
     try:
         for index, (name, settings) in enumerate(variants(args.collection, args.variants).items()):
-            data = split
+            root = args.root
             if settings.pop("data", None) == "extended":
                 if args.extended_root is None:
                     print(f"{name}: skipped, no --extended-root", flush=True)
                     continue
-                data = args.extended_root / args.collection
+                root = args.extended_root
+            data = collection_folder(root, args.collection)
             if settings.get("joint_data") == "other":  # the same split's other space
-                settings["joint_data"] = data.parent / other_space(args.collection) / "train"
+                settings["joint_data"] = collection_folder(root, other_space(args.collection)) / "train"
             for seed in args.seeds:
                 out = work / f"{index}-{seed}"
                 seconds = train_variant(data, settings, seed, out, args.epochs)
@@ -159,7 +166,7 @@ def run(args: argparse.Namespace) -> dict:
         shutil.rmtree(work)
     for baseline in BASELINES if args.baselines else ():
         rows[baseline] = [scores(baseline_spec(baseline, args, split), split)]
-    return {"collection": args.collection, "root": _shown(args.root), "epochs": args.epochs,
+    return {"collection": args.collection, "root": _shown(split.parent), "epochs": args.epochs,
             "settings": FULL[args.collection], "rows": rows}
 
 
@@ -185,7 +192,7 @@ def _same(key: str, saved: str, new: str) -> bool:
 
 def baseline_spec(baseline: str, args: argparse.Namespace, split: Path) -> str:
     """A trained baseline is fitted on this dataset's train split (the built-in one is cached)."""
-    trained_here = baseline.startswith("baseline:gbdt") and args.root != ROOT
+    trained_here = baseline.startswith("baseline:gbdt") and args.root is not None
     return f"{baseline}@{split / 'train'}" if trained_here else baseline
 
 
@@ -203,20 +210,18 @@ def markdown(table: dict) -> str:
     even samples: the tau the measurements themselves support)."""
     first = next(iter(table["rows"].values()))[0]
     ks, ceiling = sorted(first["top_k_error"], key=int)[:2], first["noise_ceiling_tau"]
-    lines = [f"| {table['collection']} (test) | Kendall tau | of ceiling | OPA | "
-             + " | ".join(f"top-{k} error" for k in ks) + " | valid tau |",
-             "|---|---|---|---|" + "---|" * (len(ks) + 1)]
+    header = [f"{table['collection']} (test)", "Kendall tau", "of ceiling", "OPA",
+              *(f"top-{k} error" for k in ks), "valid tau"]
+    cells = []
     for name, rows in table["rows"].items():
         taus = [r["kendall_tau"] for r in rows]
         share = f"{statistics.fmean(taus) / ceiling:.0%}" if ceiling else "-"
-        cells = [_mean_std(taus), share, _mean_std([r["opa"] for r in rows])]
-        cells += [_mean_std([r["top_k_error"][k] for r in rows]) for k in ks]
-        cells.append(_mean_std([r["valid_kendall_tau"] for r in rows]))
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        cells.append([name, _mean_std(taus), share, _mean_std([r["opa"] for r in rows]),
+                      *(_mean_std([r["top_k_error"][k] for r in rows]) for k in ks),
+                      _mean_std([r["valid_kendall_tau"] for r in rows])])
     if ceiling is not None:
-        empty = " |" * (len(ks) + 2)
-        lines.append(f"| noise ceiling (odd vs even samples) | {ceiling:.3f} | 100% |{empty}")
-    return "\n".join(lines)
+        cells.append(["noise ceiling (odd vs even samples)", f"{ceiling:.3f}", "100%", *[""] * (len(ks) + 2)])
+    return harness.markdown(header, cells)
 
 
 def write_doc(doc: Path, collection: str, table: str) -> None:
@@ -226,11 +231,11 @@ def write_doc(doc: Path, collection: str, table: str) -> None:
     if start not in text or end not in text:
         raise SystemExit(f"{doc}: no {start} ... {end} markers")
     pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
-    doc.write_text(pattern.sub(lambda _: f"{start}\n{table}\n{end}", text))
+    harness.write_text(doc, pattern.sub(lambda _: f"{start}\n{table}\n{end}", text))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--collection", choices=sorted(FULL), required=True)
     parser.add_argument("--variants", nargs="+", default=list(ABLATIONS),
                         help=f"{', '.join(ABLATIONS)} or a JSON object of changes")
@@ -239,7 +244,7 @@ def main() -> None:
     parser.add_argument("--no-baselines", dest="baselines", action="store_false")
     parser.add_argument("--keep", nargs="*", default=[], metavar="VARIANT=DIR",
                         help="copy the first seed's model of VARIANT to DIR")
-    parser.add_argument("--root", type=Path, default=ROOT,
+    parser.add_argument("--root", type=Path,
                         help="the dataset: COLLECTION/{train,valid,test} under it (default: built-in)")
     parser.add_argument("--extended-root", type=Path,
                         help="the same dataset with extended node features "
@@ -255,7 +260,7 @@ def main() -> None:
     if args.merge:
         table = merged(json.loads(args.merge.read_text()), table)
     if args.json:
-        args.json.write_text(json.dumps(table, indent=1))
+        harness.write_json(args.json, table)
     print(markdown(table))
     if args.doc:
         write_doc(args.doc, args.collection, markdown(table))

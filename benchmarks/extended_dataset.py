@@ -6,13 +6,12 @@ the same order plus the extra columns: this copies every npz (and its JSON) from
 those columns appended, checking that the first 140 columns and the opcodes agree. Nothing is
 measured; a model trained on DST reads `node_feat_dim` 188 from the data.
 
-    python benchmarks/extended_dataset.py hlotune/datasets/builtin /tmp/builtin-extended
+    python benchmarks/extended_dataset.py builtin:layout /tmp/builtin-extended/layout
     python benchmarks/cost_model_table.py --collection layout --root /tmp/builtin-extended
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import sys
@@ -21,7 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
+import harness
 from hlotune.compiler.layouts import LayoutSpace
+from hlotune.data.builtin import resolve
 from hlotune.data.npz import read_sample, write_sample
 from hlotune.hlo.featurize import featurize
 from hlotune.programs import load_program
@@ -40,8 +41,9 @@ def extend(npz: Path, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", type=Path, help="a dataset folder (COLLECTION/SPLIT/*.npz)")
+    parser = harness.parser(__doc__)
+    parser.add_argument("source", type=resolve,
+                        help="a dataset folder or builtin:COLLECTION: every npz below it is copied")
     parser.add_argument("out", type=Path)
     args = parser.parse_args()
     for npz in sorted(args.source.rglob("*.npz")):

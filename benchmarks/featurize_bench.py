@@ -4,7 +4,7 @@ Measures the real TpuGraphs fixture and modules composed from zoo programs (hlot
 side by side. Every measurement runs in a fresh subprocess, so a size's peak RSS is its own,
 and each number is the median over repeats. Time per 1k instructions shows linearity.
 Linux carries a process's peak RSS over fork and exec, so this parent stays small: it never
-imports jax or hlotune, and composing the modules runs in a subprocess too.
+imports jax or hlotune's featurizer, and composing the modules runs in a subprocess too.
 
     python benchmarks/featurize_bench.py [--nodes 500000] [--sizes 50000,200000] [--json]
 """
@@ -23,9 +23,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout, installed or not
+import harness
 
+REPO = Path(__file__).resolve().parents[1]
 FIXTURE = "tpugraphs/pb/layout/xla/default/valid/unet_3d.4x4.bf16.hlo_module.pb"
 
 
@@ -65,22 +65,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, repeats=3, json=False)
     parser.add_argument("--nodes", type=int, default=500_000, help="largest composed size")
     parser.add_argument(
-        "--sizes", type=_int_list, default=[50_000, 200_000, 500_000],
+        "--sizes", type=harness.int_list, default=[50_000, 200_000, 500_000],
         help="composed sizes, comma separated (those above --nodes are dropped)",
     )
-    parser.add_argument("--repeats", type=int, default=3, help="runs per size (median)")
     parser.add_argument("--largest-repeats", type=int, default=1, help="runs of the largest size")
-    parser.add_argument("--json", action="store_true", help="print one JSON object last")
     parser.add_argument("--measure", help=argparse.SUPPRESS)  # subprocess: one measurement
     parser.add_argument("--compose", help=argparse.SUPPRESS)  # subprocess: write the modules
     return parser
-
-
-def _int_list(text: str) -> list[int]:
-    return [int(item) for item in text.split(",") if item.strip()]
 
 
 def measure(path: Path) -> dict:
@@ -173,16 +167,10 @@ def _shared_data() -> Path:
 def _table(results: list[Result]) -> str:
     header = ("module", "nodes", "edges", "parse s", "featurize s", "total s", "ms/1k nodes",
               "peak RSS MB", "start RSS MB", "runs")
-    rows = [header] + [
-        (r.module, f"{r.nodes:,}", f"{r.edges:,}", f"{r.parse_s:.3f}", f"{r.featurize_s:.3f}",
-         f"{r.total_s:.3f}", f"{r.ms_per_1k_nodes:.1f}", f"{r.peak_rss_mb:.0f}",
-         f"{r.start_rss_mb:.0f}", str(r.repeats))
-        for r in results
-    ]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in
-                       enumerate(zip(row, widths))) for row in rows]
-    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+    rows = [(r.module, f"{r.nodes:,}", f"{r.edges:,}", f"{r.parse_s:.3f}", f"{r.featurize_s:.3f}",
+             f"{r.total_s:.3f}", f"{r.ms_per_1k_nodes:.1f}", f"{r.peak_rss_mb:.0f}",
+             f"{r.start_rss_mb:.0f}", str(r.repeats)) for r in results]
+    return harness.text_table(header, rows, align="l" + "r" * 9)
 
 
 if __name__ == "__main__":

@@ -23,23 +23,15 @@ Measure on a quiet machine.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hlotune.compiler.measure import MeasureSettings, measure  # noqa: E402
-from hlotune.opt.commands import PRETRAINED_DIR  # noqa: E402
-from hlotune.tuning.measured_fusion import (  # noqa: E402
-    FusionProblem,
-    best_of,
-    method_configs,
-    policy_proposals,
-)
-from hlotune.opt.policy import GOPolicy  # noqa: E402
+import harness
+from hlotune.compiler.measure import MeasureSettings, measure
+from hlotune.opt.commands import PRETRAINED_DIR
+from hlotune.opt.measured_fusion import FusionProblem, best_of, method_configs, policy_proposals
+from hlotune.opt.policy import GOPolicy
 
 # Families no shipped model trained on: the built-in dataset's test and valid splits.
 PROGRAMS = ("zoo:vit@small", "zoo:unet@small", "zoo:mobilenet@small", "zoo:gnn@small",
@@ -86,16 +78,16 @@ def _fastest(configs, by_config) -> list:
 def markdown(rows: list[dict]) -> str:
     """Per program: the confirmed speedups over XLA's fusion, the noise floor, and the share of
     the oracle's gain the policy keeps where the oracle beats the default beyond the noise."""
-    lines = ["| program | kernels (decisions) | XLA ms | noise | oracle (64 random) | policy (12) "
-             "| random (12) | greedy merge | policy share of oracle |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    header = ("program", "kernels (decisions)", "XLA ms", "noise", "oracle (64 random)", "policy (12)",
+              "random (12)", "greedy merge", "policy share of oracle")
+    cells = []
     for r in rows:
         beyond = r["oracle"] is not None and r["oracle"] - 1 > r["noise"]
         share = f"{(r['policy'] - 1) / (r['oracle'] - 1):.2f}" if beyond and r["policy"] else "no gain beyond noise"
-        cells = [_speedup(r[m]) for m in ("oracle", "policy", "random_equal", "greedy")]
-        lines.append(f"| {r['program']} | {r['kernels_with_choices']} ({r['genes_values']}) | "
-                     f"{r['default_ms']:.2f} | {r['noise']:.1%} | " + " | ".join(cells) + f" | {share} |")
-    return "\n".join(lines)
+        cells.append([r["program"], f"{r['kernels_with_choices']} ({r['genes_values']})", f"{r['default_ms']:.2f}",
+                      f"{r['noise']:.1%}", *(_speedup(r[m]) for m in ("oracle", "policy", "random_equal", "greedy")),
+                      share])
+    return harness.markdown(header, cells)
 
 
 def _speedup(value: float | None) -> str:
@@ -103,25 +95,21 @@ def _speedup(value: float | None) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", nargs="+", default=list(PROGRAMS))
+    parser = harness.parser(__doc__, programs=list(PROGRAMS), seed=0, out=Path("fusion_bench.jsonl"))
     parser.add_argument("--random", type=int, default=64, help="the oracle's random draws")
     parser.add_argument("--measured", type=int, default=12, help="the policy's measured proposals")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("fusion_bench.jsonl"))
     parser.add_argument("--report", action="store_true", help="print --out's rows as a table")
     args = parser.parse_args()
     if args.report:
-        print(markdown([json.loads(line) for line in args.out.read_text().splitlines()]))
+        print(markdown(harness.read_rows(args.out, lines=True)))
         return
     policy, _ = GOPolicy.load(PRETRAINED_DIR)
-    done = {json.loads(line)["program"] for line in args.out.read_text().splitlines()} if args.out.exists() else set()
+    log = harness.RowLog(args.out, lines=True)
     for program in args.programs:
-        if program in done:
+        if program in log.done("program"):
             continue
         row = bench(program, policy, args.random, args.measured, args.seed)
-        with args.out.open("a") as out:
-            out.write(json.dumps(row) + "\n")
+        log.add(row)
         print(json.dumps(row), flush=True)
 
 

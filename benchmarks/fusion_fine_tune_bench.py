@@ -16,33 +16,28 @@ Measure on a quiet machine.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hlotune.compiler.measure import MeasureSettings, measure  # noqa: E402
-from hlotune.opt.commands import PRETRAINED_DIR  # noqa: E402
-from hlotune.opt.policy import GOPolicy  # noqa: E402
-from hlotune.tuning.fusion_fine_tune import FineTuneSettings, fine_tune  # noqa: E402
-from hlotune.tuning.measured_fusion import FusionProblem, best_of, policy_proposals, ranked  # noqa: E402
+import harness
+from hlotune.compiler.measure import MeasureSettings, measure
+from hlotune.opt.commands import PRETRAINED_DIR
+from hlotune.opt.fusion_fine_tune import FineTuneSettings, fine_tune
+from hlotune.opt.measured_fusion import FusionProblem, best_of, policy_proposals, ranked
+from hlotune.opt.policy import GOPolicy
 
 TRAIN = ("zoo:transformer@small", "zoo:gpt@small", "zoo:resnet@small", "corpus:hf-bert@small")
 PROGRAMS = ("zoo:unet@small", "zoo:gnn@small", "corpus:hf-whisper@tiny")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--train", nargs="+", default=list(TRAIN))
-    parser.add_argument("--programs", nargs="+", default=list(PROGRAMS))
+    harness.add_common(parser, programs=list(PROGRAMS))
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--samples", type=int, default=8)
     parser.add_argument("--measured", type=int, default=4, help="proposals measured per policy and program")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=Path("fusion_fine_tune_bench.json"))
+    harness.add_common(parser, seed=0, out=Path("fusion_fine_tune_bench.json"))
     args = parser.parse_args()
     shipped, _ = GOPolicy.load(PRETRAINED_DIR)
     tuned, _ = GOPolicy.load(PRETRAINED_DIR)
@@ -55,14 +50,17 @@ def main() -> None:
     fine_tune_s = time.perf_counter() - start
     rows = [compare(program, {"shipped": shipped, "fine-tuned": tuned}, args.measured, args.seed)
             for program in args.programs]
-    print("\n| program | noise floor | shipped: confirmed speedup | fine-tuned: confirmed speedup |")
-    print("|---|---:|---:|---:|")
-    for row in rows:
-        print(f"| {row['program']} | {row['noise']:.1%} | " + " | ".join(
-            "failed" if row[m] is None else f"{row[m]:.3f}x" for m in ("shipped", "fine-tuned")) + " |")
-    args.out.write_text(json.dumps({"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                                    "fine_tune_s": fine_tune_s, "steps": [s.__dict__ for s in steps],
-                                    "rows": rows}, indent=1))
+    print("\n" + markdown(rows))
+    harness.write_json(args.out, {"settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                                  "fine_tune_s": fine_tune_s, "steps": [s.__dict__ for s in steps], "rows": rows})
+
+
+def markdown(rows: list[dict]) -> str:
+    header = ("program", "noise floor", "shipped: confirmed speedup", "fine-tuned: confirmed speedup")
+    return harness.markdown(header, [
+        [row["program"], f"{row['noise']:.1%}",
+         *("failed" if row[m] is None else f"{row[m]:.3f}x" for m in ("shipped", "fine-tuned"))]
+        for row in rows], align="lrrr")
 
 
 def compare(program: str, policies: dict, measured: int, seed: int) -> dict:

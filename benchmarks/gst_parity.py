@@ -9,13 +9,14 @@ run's Kendall tau moves by a few hundredths with the seed alone.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import harness
 
 VARIANTS = {
     "full": [],
@@ -28,10 +29,10 @@ VARIANTS = {
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--epochs", type=int, default=10)
-    parser.add_argument("--seeds", type=lambda t: [int(s) for s in t.split(",")], default=[0, 1, 2])
-    parser.add_argument("--variants", type=lambda t: t.split(","), default=list(VARIANTS))
+    parser.add_argument("--seeds", type=harness.int_list, default=[0, 1, 2])
+    parser.add_argument("--variants", type=harness.text_list, default=list(VARIANTS))
     args = parser.parse_args(argv)
     rows = {}
     with tempfile.TemporaryDirectory() as folder:

@@ -24,7 +24,6 @@ go to --out as JSON; --plot draws tau per program.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -32,19 +31,18 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hlotune.data.builtin import EDITION  # noqa: E402
-from hlotune.data.metrics import kendall_tau  # noqa: E402
-from hlotune.data.npz import read_sample  # noqa: E402
-from hlotune.evaluation.scorers import load_scorer  # noqa: E402
-from hlotune.evaluation.compiled_baselines import CompiledGbdtRank, compiled_summary, roofline_scores  # noqa: E402
-from hlotune.compiler.kernel_program import load_kernel_program_model  # noqa: E402
-from hlotune.train.kernels import LabelledProgram, labelled_programs  # noqa: E402
+import harness
+from hlotune.compiler.kernel_program import load_kernel_program_model
+from hlotune.data.builtin import resolve
+from hlotune.data.metrics import kendall_tau
+from hlotune.data.npz import read_sample
+from hlotune.evaluation.compiled_baselines import CompiledGbdtRank, compiled_summary, roofline_scores
+from hlotune.evaluation.scorers import load_scorer
+from hlotune.train.kernels import LabelledProgram, labelled_programs
 
 
 def collected(program: LabelledProgram, space: str, split: str):
-    return read_sample(EDITION.root / space / split / program.labels.path.name)
+    return read_sample(resolve(f"builtin:{space}/{split}") / program.labels.path.name)
 
 
 def bench(model_name: str, space: str) -> dict:
@@ -87,14 +85,9 @@ def bench(model_name: str, space: str) -> dict:
 
 
 def plot(result: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     methods = list(result["means"])
     programs = [r["program"] for r in result["programs"]]
-    figure, axes = plt.subplots(figsize=(max(8, len(programs) * 0.45), 4.5))
+    figure, axes = harness.subplots(figsize=(max(8, len(programs) * 0.45), 4.5))
     width = 0.8 / len(methods)
     for i, method in enumerate(methods):
         axes.bar(np.arange(len(programs)) + i * width, [r[f"{method}_tau"] for r in result["programs"]], width,
@@ -102,21 +95,18 @@ def plot(result: dict, path: Path) -> None:
     axes.set_xticks(np.arange(len(programs)) + 0.4, programs, rotation=60, ha="right", fontsize=7)
     axes.set(ylabel="Kendall tau vs measured", title=f"builtin:{result['space']}/test: configs ranked per program")
     axes.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
+    harness.save_figure(figure, path, dpi=120)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = harness.parser(__doc__, out=None, plot=None)
     parser.add_argument("--model", default="pretrained:kernels")
     parser.add_argument("--space", default="flags", choices=("flags", "layout"))
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--plot", type=Path)
     args = parser.parse_args()
     result = bench(args.model, args.space)
     print(json.dumps({k: v for k, v in result.items() if k != "programs"}, indent=1))
     if args.out:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        harness.write_json(args.out, result, end="\n")
     if args.plot:
         plot(result, args.plot)
     return 0

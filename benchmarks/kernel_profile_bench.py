@@ -30,22 +30,19 @@ leave the measured runtimes alone?
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import sys
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from hlotune.compiler.kernel_labels import LABELS, ProgramKernels  # noqa: E402
-from hlotune.compiler.measure import MeasureSettings, Measurer  # noqa: E402
-from hlotune.compiler.program_profile import profile_program  # noqa: E402
-from hlotune.data.builtin import ROOT  # noqa: E402
-from hlotune.data.npz import read_sample  # noqa: E402
+import harness
+from hlotune.compiler.kernel_labels import LABELS, ProgramKernels
+from hlotune.compiler.measure import MeasureSettings, Measurer
+from hlotune.compiler.program_profile import profile_program
+from hlotune.data.builtin import EDITION
+from hlotune.data.npz import read_sample
 
 PROGRAMS = ("zoo:vit@small", "zoo:mlp@small", "zoo:cnn@small", "zoo:gpt@tiny", "corpus:hf-bert@tiny")
 GOAL = 0.15  # the kernels' sum within this of the wall time, on the median program
@@ -99,13 +96,11 @@ class Overhead:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", nargs="+", default=list(PROGRAMS))
+    parser = harness.parser(__doc__, programs=list(PROGRAMS))
     parser.add_argument("--runs", type=int, default=10, help="profiled runs per profile round")
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per batch")
     parser.add_argument("--seeds", type=int, default=4, help="pairs of batches for the overhead")
-    parser.add_argument("--out", type=Path, help="write the results as JSON")
-    parser.add_argument("--json", action="store_true", help="print the results as JSON last")
+    harness.add_common(parser, out=None, json=False)
     parser.add_argument("--labels-only", action="store_true",
                         help="only the built-in programs' coverage from their kernel labels")
     args = parser.parse_args()
@@ -113,7 +108,7 @@ def main() -> None:
     programs = [] if args.labels_only else args.programs
     coverage = [_coverage(program, args.runs, settings) for program in programs]
     overhead = [_overhead(program, args.runs, args.seeds, settings) for program in programs]
-    labelled = _label_coverage(ROOT)
+    labelled = _label_coverage(EDITION.root)
     if programs:
         _print_coverage(coverage)
         _print_overhead(overhead)
@@ -126,7 +121,7 @@ def main() -> None:
                             for o in overhead],
                "labels": labelled}
     if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        harness.write_json(args.out, results)
     if args.json:
         print(json.dumps(results))
 
@@ -165,25 +160,27 @@ def _label_coverage(root: Path) -> list[dict]:
 
 
 def _print_label_coverage(rows: list[dict]) -> None:
-    print("| space | programs | sum / wall: median program | 10th-90th percentile | programs within 15% "
-          "| median, programs under 1 ms | median, programs of 1 ms and more |")
-    print("|---|---:|---:|---|---:|---:|---:|")
+    header = ("space", "programs", "sum / wall: median program", "10th-90th percentile", "programs within 15%",
+              "median, programs under 1 ms", "median, programs of 1 ms and more")
+    cells = []
     for space in sorted({row["space"] for row in rows}):
         ratios = np.array([r["ratio"] for r in rows if r["space"] == space])
         small = [r["ratio"] for r in rows if r["space"] == space and r["default_ms"] < 1]
         large = [r["ratio"] for r in rows if r["space"] == space and r["default_ms"] >= 1]
         low, high = np.percentile(ratios, [10, 90])
-        print(f"| {space} | {len(ratios)} | {np.median(ratios):.2f} | {low:.2f}-{high:.2f} | "
-              f"{np.mean(abs(ratios - 1) <= GOAL):.0%} | {np.median(small):.2f} ({len(small)}) | "
-              f"{np.median(large):.2f} ({len(large)}) |")
+        cells.append([space, str(len(ratios)), f"{np.median(ratios):.2f}", f"{low:.2f}-{high:.2f}",
+                      f"{np.mean(abs(ratios - 1) <= GOAL):.0%}", f"{np.median(small):.2f} ({len(small)})",
+                      f"{np.median(large):.2f} ({len(large)})"])
+    print(harness.markdown(header, cells, align="lrrlrrr"))
 
 
 def _print_coverage(rows: list[Coverage]) -> None:
-    print("| program | wall ms | profiled span ms | kernels ms | sum / wall | sum / span | span / wall | kernels |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for row in rows:
-        print(f"| {row.program} | {row.wall_ms:.4f} | {row.span_ms:.4f} | {row.kernels_ms:.4f} | "
-              f"{row.ratio:.2f} | {row.filled:.2f} | {row.span_ms / row.wall_ms:.2f} | {row.kernels} |")
+    header = ("program", "wall ms", "profiled span ms", "kernels ms", "sum / wall", "sum / span", "span / wall",
+              "kernels")
+    print(harness.markdown(header, [
+        [row.program, f"{row.wall_ms:.4f}", f"{row.span_ms:.4f}", f"{row.kernels_ms:.4f}", f"{row.ratio:.2f}",
+         f"{row.filled:.2f}", f"{row.span_ms / row.wall_ms:.2f}", str(row.kernels)] for row in rows],
+        align="l" + "r" * 7))
     median = statistics.median(row.ratio for row in rows)
     verdict = "within" if abs(median - 1) <= GOAL else "outside"
     print(f"\nmedian sum / wall over {len(rows)} programs: {median:.2f} "
@@ -192,15 +189,13 @@ def _print_coverage(rows: list[Coverage]) -> None:
 
 
 def _print_overhead(rows: list[Overhead]) -> None:
-    print("| program | unprofiled ms | profiled ms | profiled / unprofiled (pairs) | pairs slower "
-          "profiled | noise floor | spread between unprofiled batches | within the floor |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|")
-    for row in rows:
-        slower = sum(r > 1 for r in row.pair_ratios)
-        print(f"| {row.program} | {statistics.median(row.unprofiled_ms):.4f} | "
-              f"{statistics.median(row.profiled_ms):.4f} | {row.ratio:.3f} | "
-              f"{slower}/{len(row.pair_ratios)} | "
-              f"{row.noise_floor:.1%} | {row.batch_spread:.1%} | {'yes' if row.within_noise else 'no'} |")
+    header = ("program", "unprofiled ms", "profiled ms", "profiled / unprofiled (pairs)", "pairs slower profiled",
+              "noise floor", "spread between unprofiled batches", "within the floor")
+    print(harness.markdown(header, [
+        [row.program, f"{statistics.median(row.unprofiled_ms):.4f}", f"{statistics.median(row.profiled_ms):.4f}",
+         f"{row.ratio:.3f}", f"{sum(r > 1 for r in row.pair_ratios)}/{len(row.pair_ratios)}",
+         f"{row.noise_floor:.1%}", f"{row.batch_spread:.1%}", "yes" if row.within_noise else "no"] for row in rows],
+        align="l" + "r" * 6 + "l"))
     median = statistics.median(row.ratio for row in rows)
     print(f"\nmedian profiled / unprofiled over {len(rows)} programs: {median:.3f} "
           f"({len(rows[0].unprofiled_ms)} pairs of batches each, alternating in one worker per program)")

@@ -22,20 +22,16 @@ Measure the live part on a quiet machine.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from hlotune.compiler.measure import MeasureSettings  # noqa: E402
-from hlotune.data.dataset import Dataset  # noqa: E402
-from hlotune.evaluation.scorers import load_scorer  # noqa: E402
+import harness
+from hlotune.compiler.measure import MeasureSettings
+from hlotune.data.dataset import Dataset
+from hlotune.evaluation.scorers import load_scorer
 
 XLA_CHOICE = 7  # config_feat column: 1 on the row of XLA's own choice
 
@@ -95,7 +91,7 @@ def _tunable(program: str) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, out=None)
     parser.add_argument("--data", default="builtin:tile/test")
     parser.add_argument("--models", nargs="+", default=["pretrained:tile", "baseline:gbdt-rank",
                                                          "baseline:gbdt", "baseline:analytical",
@@ -103,26 +99,30 @@ def main() -> None:
     parser.add_argument("--per-kernel", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--live", nargs="*", default=[], metavar="PROGRAM")
     parser.add_argument("--budget", type=int, default=16)
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     report = {"replay": [replay(m, args.data, k) for m in args.models for k in args.per_kernel],
               "live": [live(p, k, args.budget) for p in args.live for k in (*args.per_kernel, None)]}
     print(f"replay on {args.data}: time-weighted kernel speedup, top-k of each kernel measured\n")
-    print("| model | k | kernels | speedup, all candidates | speedup kept | saving kept | lost | "
-          "lost per kernel (mean) | best in top-k |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for r in report["replay"]:
-        print(f"| {r['model']} | {r['per_kernel']} | {r['kernels']} | {r['speedup_all']:.3f}x | "
-              f"{r['speedup_kept']:.3f}x | {r['saving_kept']:.0%} | {r['lost']:.2%} | "
-              f"{r['kernel_lost_mean']:.1%} | {r['top_k_hit']:.0%} |")
-    if report["live"]:
-        print("\n| program | k | kernels | seconds | kernels/hour | measured configs | speedup kept |")
-        print("|---|---|---|---|---|---|---|")
-        for r in report["live"]:
-            print(f"| {r['program']} | {r['per_kernel']} | {r['kernels']} | {r['seconds']:.0f} | "
-                  f"{r['kernels_per_hour']:.0f} | {r['measurements']} | {r['speedup']:.3f}x |")
+    print(markdown(report))
     if args.out:
-        args.out.write_text(json.dumps(report, indent=1))
+        harness.write_json(args.out, report)
+
+
+def markdown(report: dict) -> str:
+    """The replay's table, and the live runs' where there are any."""
+    replay = harness.markdown(
+        ("model", "k", "kernels", "speedup, all candidates", "speedup kept", "saving kept", "lost",
+         "lost per kernel (mean)", "best in top-k"),
+        [[r["model"], str(r["per_kernel"]), str(r["kernels"]), f"{r['speedup_all']:.3f}x",
+          f"{r['speedup_kept']:.3f}x", f"{r['saving_kept']:.0%}", f"{r['lost']:.2%}",
+          f"{r['kernel_lost_mean']:.1%}", f"{r['top_k_hit']:.0%}"] for r in report["replay"]])
+    if not report["live"]:
+        return replay
+    return replay + "\n\n" + harness.markdown(
+        ("program", "k", "kernels", "seconds", "kernels/hour", "measured configs", "speedup kept"),
+        [[r["program"], str(r["per_kernel"]), str(r["kernels"]), f"{r['seconds']:.0f}",
+          f"{r['kernels_per_hour']:.0f}", str(r["measurements"]), f"{r['speedup']:.3f}x"]
+         for r in report["live"]])
 
 
 if __name__ == "__main__":

@@ -21,18 +21,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import torch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from cost_model_table import FULL, train_variant  # noqa: E402  (benchmarks/ is on sys.path)
-from hlotune.data.builtin import ROOT  # noqa: E402
-from hlotune.data.dataset import Dataset  # noqa: E402
-from hlotune.evaluation.evaluate import evaluate  # noqa: E402
-from hlotune.evaluation.scorers import load_scorer  # noqa: E402
+import harness
+from cost_model_table import FULL, collection_folder, train_variant
+from hlotune.data.dataset import Dataset
+from hlotune.evaluation.evaluate import evaluate
+from hlotune.evaluation.scorers import load_scorer
 
 
 def families(train: Path) -> dict[str, list[Path]]:
@@ -56,7 +52,7 @@ def tau(model: str, test: Path) -> float:
 
 def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(1)
-    split = args.root / args.collection
+    split = collection_folder(args.root, args.collection)
     grouped = families(split / "train")
     points = []
     for fraction in args.fractions:
@@ -77,12 +73,12 @@ def run(args: argparse.Namespace) -> dict:
             print(f"{len(files)} programs, seed {seed}: gnn {point['gnn']:.3f}, "
                   f"gbdt-rank {point['gbdt-rank']:.3f}", flush=True)
     test = evaluate(Dataset(split / "test"), load_scorer("baseline:analytical"))
-    return {"collection": args.collection, "root": str(args.root), "epochs": args.epochs,
+    return {"collection": args.collection, "root": str(split.parent), "epochs": args.epochs,
             "points": points, "analytical": test.kendall_tau, "noise_ceiling": test.noise_ceiling_tau}
 
 
 def plot(curve: dict, out: Path) -> None:
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = harness.subplots(figsize=(6, 4))
     for model, colour in (("gnn", "tab:blue"), ("gbdt-rank", "tab:orange")):
         sizes = sorted({p["programs"] for p in curve["points"]})
         by_size = [[p[model] for p in curve["points"] if p["programs"] == n] for n in sizes]
@@ -97,23 +93,20 @@ def plot(curve: dict, out: Path) -> None:
     ax.set_ylabel("Kendall tau, held-out families")
     ax.set_title(f"{curve['collection']}: learning curve (mean ± std over seeds)")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out, dpi=120)
+    harness.save_figure(fig, out, dpi=120)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, out=Path("learning_curve.json"), plot=Path("learning_curve.png"))
     parser.add_argument("--collection", choices=sorted(FULL), required=True)
-    parser.add_argument("--root", type=Path, default=ROOT, help="COLLECTION/{train,valid,test} under it")
+    parser.add_argument("--root", type=Path, help="COLLECTION/{train,valid,test} under it (default: built-in)")
     parser.add_argument("--fractions", nargs="+", type=float, default=[0.25, 0.5, 1.0],
                         help="shares of the train split's families")
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=60)
-    parser.add_argument("--out", type=Path, default=Path("learning_curve.json"))
-    parser.add_argument("--plot", type=Path, default=Path("learning_curve.png"))
     args = parser.parse_args()
     curve = run(args)
-    args.out.write_text(json.dumps(curve, indent=1))
+    harness.write_json(args.out, curve)
     plot(curve, args.plot)
     print(f"analytical {curve['analytical']:.3f}, noise ceiling {curve['noise_ceiling']}", file=sys.stderr)
 

@@ -22,26 +22,24 @@ from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import json
 import math
-import sys
 import time
-import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
+import numpy as np
+import torch
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from hlotune.opt import baselines  # noqa: E402
-from hlotune.opt.commands import load_graphs, policy_folder  # noqa: E402
-from hlotune.opt.device import DeviceModel  # noqa: E402
-from hlotune.opt.policy import GOPolicy  # noqa: E402
-from hlotune.opt.ppo import PPOConfig, Problem, search, train  # noqa: E402
-from hlotune.opt.report import GEOMEAN_OVER, baseline_assignment  # noqa: E402
-from hlotune.opt.simulator import honoured_fusion  # noqa: E402
+import harness
+from hlotune.opt import baselines
+from hlotune.opt.commands import load_graphs, policy_folder
+from hlotune.opt.device import DeviceModel
+from hlotune.opt.policy import GOPolicy
+from hlotune.opt.ppo import PPOConfig, Problem, search, train
+from hlotune.opt.report import GEOMEAN_OVER, baseline_assignment
+from hlotune.opt.simulator import honoured_fusion
 
 HELD_OUT = ("go:nmt@small", "go:txl@small", "go:amoebanet@small", "go:rnnlm@large",
             "go:nmt@large-train", "zoo:gpt@small", "zoo:vit@small", "zoo:unet@small",
@@ -202,14 +200,14 @@ def place_tables(rows: list[PlaceRow], device_counts: list[int], seeds: list[int
         header = ["graph", "ops", *(p.replace("_", "-") for p in policies), *PLACERS,
                   "best baseline", "bound", "search s (" + " / ".join(
                       [*(p.replace("_", "-") for p in policies), "HDP"]) + ")"]
-        lines = [f"\n**{n} devices**\n", _md(header, header=True)]
+        lines = [f"\n**{n} devices**\n", harness.markdown_header(header)]
         for r in part:
             if r.seed != seeds[0]:
                 continue
             times = " / ".join(f"{r.seconds[m]:.1f}" for m in (*policies, "hdp"))
             cells = [r.graph, f"{r.ops:,}", *(_ms(r, m) for m in (*policies, *PLACERS)),
                      f"{_best(r):.4g}", f"{r.bound_ms:.4g}", times]
-            lines.append(_md(cells))
+            lines.append(harness.markdown_row(cells))
         lines.append("")
         for policy in policies:
             lines.append(f"- {policy.replace('_', '-')}: " + _summary(part, policy, seeds))
@@ -222,10 +220,8 @@ def _summary(rows: list[PlaceRow], policy: str, seeds: list[int]) -> str:
     per_seed = {seed: [r for r in rows if r.seed == seed] for seed in seeds}
 
     def spread(value, unit: str = "x") -> str:
-        values = [value(part) for part in per_seed.values()]
-        mean = sum(values) / len(values)
-        return f"{mean:.2f}{unit}" + (f" ({min(values):.2f}-{max(values):.2f})"
-                                      if len(values) > 1 else "")
+        seeds = harness.Spread(tuple(value(part) for part in per_seed.values()))
+        return f"{seeds.mean:.2f}{unit}" + (f" ({seeds.range()})" if len(seeds.values) > 1 else "")
 
     over = [f"{spread(lambda p: geomean(r.speedup(policy, m) for r in p))} over {m}"
             for m in GEOMEAN_OVER]
@@ -244,7 +240,7 @@ def ablation_table(runs: dict[str, list[PlaceRow]]) -> str:
     graph and over HDP, for each device count (seed 0's rows, or the first seed's)."""
     counts = sorted({r.devices for rows in runs.values() for r in rows})
     header = ["policy", "mode", *(f"N={n} vs best / vs HDP" for n in counts)]
-    lines = [_md(header, header=True)]
+    lines = [harness.markdown_header(header)]
     for label, rows in runs.items():
         first = [r for r in rows if r.seed == rows[0].seed]
         for mode in (m for m in POLICIES if m in first[0].ms):
@@ -254,7 +250,7 @@ def ablation_table(runs: dict[str, list[PlaceRow]]) -> str:
                 best = geomean(_best(r) / r.ms[mode] for r in part)
                 hdp = geomean(r.speedup(mode, "hdp") for r in part)
                 cells.append(f"{best:.3f}x / {hdp:.3f}x")
-            lines.append(_md([label, mode.replace("_", "-"), *cells]))
+            lines.append(harness.markdown_row([label, mode.replace("_", "-"), *cells]))
     return "\n".join(lines)
 
 
@@ -270,12 +266,12 @@ def fuse_table(rows: list[FuseRow]) -> str:
     header = ["graph", "ops", "N", *(f"{m} ms (fused)" for m in methods), "tuned vs greedy"]
     lines = ["SIMULATED fusion on the METIS placement: step ms and the fuse bits honoured. "
              + ASSUMPTIONS + " A fused kernel of k ops saves its intermediate traffic and "
-             "launches and pays 0.1 us * (k - 1)^2.", "", _md(header, header=True)]
+             "launches and pays 0.1 us * (k - 1)^2.", "", harness.markdown_header(header)]
     for r in rows:
         cells = [r.graph, f"{r.ops:,}", str(r.devices),
                  *(f"{r.ms[m]:.4g} ({r.fused[m]})" for m in methods),
                  f"{r.ms['greedy'] / r.ms['finetuned']:.2f}x"]
-        lines.append(_md(cells))
+        lines.append(harness.markdown_row(cells))
     lines.append("")
     for policy in FUSION_POLICIES:
         lines.append(f"- {policy.replace('_', '-')}: geomean "
@@ -288,27 +284,21 @@ def _ms(row: PlaceRow, method: str) -> str:
     return f"{row.ms[method]:.4g}" + (" (OOM)" if method in row.oom else "")
 
 
-def _md(cells, header: bool = False) -> str:
-    line = "| " + " | ".join(cells) + " |"
-    return line + "\n|" + "---|" * len(cells) if header else line
-
-
 def _parser() -> argparse.ArgumentParser:
-    specs = lambda text: [x for x in text.split(",") if x]  # noqa: E731
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--policy", default="pretrained",
                         help="a policy folder, 'pretrained' or 'untrained' (random weights)")
-    parser.add_argument("--devices", type=lambda t: [int(x) for x in specs(t)], default=[2, 4, 8])
-    parser.add_argument("--graphs", type=specs, default=list(HELD_OUT))
-    parser.add_argument("--fusion", type=specs, default=list(FUSION), help="graphs to fuse")
+    parser.add_argument("--devices", type=harness.int_list, default=[2, 4, 8])
+    parser.add_argument("--graphs", type=harness.text_list, default=list(HELD_OUT))
+    parser.add_argument("--fusion", type=harness.text_list, default=list(FUSION), help="graphs to fuse")
     parser.add_argument("--fusion-devices", type=int, default=2)
-    parser.add_argument("--seeds", type=lambda t: [int(x) for x in specs(t)], default=[0])
+    parser.add_argument("--seeds", type=harness.int_list, default=[0])
     parser.add_argument("--no-finetune", dest="finetune", action="store_false",
                         help="leave out fine-tuning (PPO for HDP's search time) on placement")
     parser.add_argument("--fusion-finetune", type=int, default=20,
                         help="PPO iterations of fine-tuning per fusion graph")
     parser.add_argument("--samples", type=int, default=64, help="assignments each search samples")
-    parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    harness.add_common(parser, json=False)
     parser.add_argument("--ablation", nargs="+", metavar="LABEL=FILE",
                         help="print the ablation table of earlier --json runs (FILE: their "
                         "output) instead of running")

@@ -7,21 +7,17 @@ folders given (their config.json keeps the curve `hlotune opt train` recorded). 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import harness
 
 TASKS = ("place", "schedule", "fuse")
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("policies", nargs="+", metavar="LABEL=DIR")
     parser.add_argument("--out", type=Path, default=Path("docs/img/go_learning_curves.png"))
     args = parser.parse_args(argv)
@@ -32,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
         if "curve" not in training:
             sys.exit(f"opt_go_curves: error: {folder} keeps no learning curve (retrain it)")
         curves[label] = training["curve"]
-    fig, axes = plt.subplots(1, len(TASKS), figsize=(4.2 * len(TASKS), 3.4))
+    fig, axes = harness.subplots(1, len(TASKS), figsize=(4.2 * len(TASKS), 3.4))
     for ax, task in zip(axes, TASKS):
         for label, curve in curves.items():
             if task in curve:
@@ -42,9 +38,7 @@ def main(argv: list[str] | None = None) -> None:
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("mean sampled reward")
     axes[0].legend()
-    fig.tight_layout()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(args.out, dpi=110)
+    harness.save_figure(fig, args.out)
     print(f"wrote {args.out}")
 
 

@@ -1,6 +1,6 @@
 """GO's scheduling task on XLA:CPU: peak bytes and measured ms of each order, per program.
 
-Runs `hlotune opt schedule PROGRAM --measure` (hlotune.tuning.measured_schedule) on each
+Runs `hlotune opt schedule PROGRAM --measure` (hlotune.opt.measured_schedule) on each
 program with the shipped policy and prints the table docs/go.md shows: per order (the policy's
 best of its sampled orders, XLA's best scheduler, depth-first, memory-greedy) the peak
 temporary bytes of XLA's buffer assignment and the minimum over rounds of the call time, beside
@@ -15,53 +15,52 @@ runs S seconds a program and is one more column.
 
 from __future__ import annotations
 
-import argparse
-import json
-from pathlib import Path
-
 import numpy as np
 
+import harness
 from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
 from hlotune.compiler.schedule import EntrySchedule, compile_schedule
 from hlotune.hlo.sources import from_text
 from hlotune.opt.commands import DEFAULT_SAMPLES, PRETRAINED_DIR
+from hlotune.opt.measured_schedule import ORDERS, SEARCH, measure_schedules
 from hlotune.opt.policy import GOPolicy
 from hlotune.opt.schedules import EntryOps, by_priority
 from hlotune.programs import load_program
-from hlotune.tuning.measured_schedule import ORDERS, SEARCH, measure_schedules
 
 PROGRAMS = ("zoo:lstm@small", "zoo:moe@small", "zoo:gnn@small", "zoo:transformer@small",
             "zoo:gpt@small", "zoo:resnet@small", "zoo:vae@small", "corpus:hf-bert@small")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--programs", nargs="+", default=PROGRAMS)
+    parser = harness.parser(__doc__, programs=PROGRAMS, seed=0, out=None)
     parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--budget", type=float, default=0.0, metavar="SECONDS",
                         help="the search's seconds per program (default 0: no search)")
-    parser.add_argument("--out", type=Path, help="write every report as JSON lines")
     args = parser.parse_args()
     policy, _ = GOPolicy.load(PRETRAINED_DIR)
     reports = []
     orders = [*ORDERS, *([SEARCH] if args.budget else [])]
-    print("| program | instr. | " + " | ".join(f"{o} KiB / ms" for o in orders)
-          + " | random KiB | XLA's best | noise | chosen vs XLA |")
-    print("|---|---|" + "---|" * (len(orders) + 4))
+    print(harness.markdown_header(["program", "instr.", *(f"{o} KiB / ms" for o in orders), "random KiB",
+                                   "XLA's best", "noise", "chosen vs XLA"]))
     for spec in args.programs:
         report = measure_schedules(spec, policy, samples=args.samples, seed=args.seed,
                                    budget_s=args.budget)
         control = random_peak(spec, orders=report.policy_orders, seed=args.seed)
-        reports.append(report.to_json() | {"random_peak_bytes": control})
-        cells = [f"{r.peak_bytes / 1024:,.1f} / {r.ms:.3f}" + ("" if r.outputs_ok else " (DIFFER)")
-                 for r in report.results.values()]
-        gain = report.results[report.chosen].peak_bytes / report.results["xla"].peak_bytes - 1
-        print(f"| {spec} | {report.instructions} | " + " | ".join(cells)
-              + f" | {control / 1024:,.1f} | {report.xla_best} | {report.noise:.1%} "
-              f"| {report.chosen} {gain:+.1%} peak |", flush=True)
+        row = report.to_json() | {"random_peak_bytes": control}
+        reports.append(row)
+        print(harness.markdown_row(cells(row)), flush=True)
     if args.out:
-        args.out.write_text("".join(json.dumps(r) + "\n" for r in reports))
+        harness.write_rows(args.out, reports, lines=True)
+
+
+def cells(report: dict) -> list[str]:
+    """A program's table row, from its JSON line."""
+    results = report["results"]
+    orders = [f"{r['peak_bytes'] / 1024:,.1f} / {r['ms']:.3f}" + ("" if r["outputs_ok"] else " (DIFFER)")
+              for r in results.values()]
+    gain = results[report["chosen"]]["peak_bytes"] / results["xla"]["peak_bytes"] - 1
+    return [report["graph"], str(report["instructions"]), *orders, f"{report['random_peak_bytes'] / 1024:,.1f}",
+            report["xla_best"], f"{report['noise']:.1%}", f"{report['chosen']} {gain:+.1%} peak"]
 
 
 def random_peak(spec: str, *, orders: int, seed: int) -> int:

@@ -13,20 +13,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
-import sys
-import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
-
-from hlotune.hlo.compose import compose_modules, zoo_protos  # noqa: E402
-from hlotune.hlo.proto import graph_from_proto  # noqa: E402
-from hlotune.opt import baselines  # noqa: E402
-from hlotune.opt.costs import op_graph  # noqa: E402
-from hlotune.opt.device import DeviceModel  # noqa: E402
-from hlotune.opt.simulator import simulate  # noqa: E402
+import harness
+from hlotune.hlo.compose import compose_modules, zoo_protos
+from hlotune.hlo.proto import graph_from_proto
+from hlotune.opt import baselines
+from hlotune.opt.costs import op_graph
+from hlotune.opt.device import DeviceModel
+from hlotune.opt.simulator import simulate
 
 
 @dataclass
@@ -49,13 +44,12 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for size in args.nodes:
         hlo = graph_from_proto(compose_modules(protos, size))
-        build_s = _median(args.repeats, lambda: op_graph(hlo))[0]
-        graph = op_graph(hlo)
+        building, graph = harness.timed(args.repeats, lambda: op_graph(hlo))
         for name, assign in _assignments(graph, devices).items():
-            assign_s, arrays = _median(args.repeats, assign)
-            simulate_s, result = _median(args.repeats, lambda: simulate(graph, devices, *arrays))
-            rows.append(Row(hlo.num_nodes, graph.num_ops, graph.num_edges, build_s, name,
-                            assign_s, simulate_s, result.step_time_s, result.num_transfers))
+            assigning, arrays = harness.timed(args.repeats, assign)
+            simulating, result = harness.timed(args.repeats, lambda: simulate(graph, devices, *arrays))
+            rows.append(Row(hlo.num_nodes, graph.num_ops, graph.num_edges, building.median, name,
+                            assigning.median, simulating.median, result.step_time_s, result.num_transfers))
     print(_table(rows))
     if args.json:
         print(json.dumps({"devices": args.devices, "rows": [asdict(row) for row in rows]}))
@@ -78,39 +72,23 @@ def _assignments(graph, devices) -> dict:
     }
 
 
-def _median(repeats: int, run):
-    """(median seconds over `repeats` runs, the last run's value)."""
-    times = []
-    for _ in range(max(1, repeats)):
-        start = time.perf_counter()
-        value = run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), value
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=lambda text: [int(x) for x in text.split(",") if x],
-                        default=[50_000, 80_000], help="composed sizes in HLO instructions")
+    parser = harness.parser(__doc__, repeats=3, json=False)
+    parser.add_argument("--nodes", type=harness.int_list, default=[50_000, 80_000],
+                        help="composed sizes in HLO instructions")
     parser.add_argument("--devices", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--optimized", action="store_true",
                         help="compose XLA-optimised modules (mostly fusions: far fewer ops)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object last")
     return parser
 
 
 def _table(rows: list[Row]) -> str:
     header = ("HLO nodes", "ops", "edges", "build s", "assignment", "assign s", "simulate s",
               "sim step s", "transfers")
-    cells = [header] + [
-        (f"{r.hlo_nodes:,}", f"{r.ops:,}", f"{r.edges:,}", f"{r.build_s:.3f}", r.assignment,
-         f"{r.assign_s:.3f}", f"{r.simulate_s:.3f}", f"{r.step_time_s:.4g}", f"{r.transfers:,}")
-        for r in rows
-    ]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(row, widths)) for row in cells]
-    return "\n".join([lines[0], "-" * len(lines[0]), *lines[1:]])
+    cells = [(f"{r.hlo_nodes:,}", f"{r.ops:,}", f"{r.edges:,}", f"{r.build_s:.3f}", r.assignment,
+              f"{r.assign_s:.3f}", f"{r.simulate_s:.3f}", f"{r.step_time_s:.4g}", f"{r.transfers:,}")
+             for r in rows]
+    return harness.text_table(header, cells, align="r" * len(header))
 
 
 if __name__ == "__main__":

@@ -22,43 +22,39 @@ With --repeats K each case is timed K times; the table shows the median and the 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
+
+import harness
+from hlotune.compiler.flags import FLAG_FEATURE_NAMES
+from hlotune.compiler.space import SearchSpace
+from hlotune.data.builtin import resolve
+from hlotune.data.dataset import Dataset
+from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs
+from hlotune.models import GraphCostModel, ModelConfig, data_fields, predict_scores
+from hlotune.models.files import pretrained_folder, read_model_files
+from hlotune.models.predict import MAX_ROWS
+from hlotune.tuning.strategies import RandomSearch
+
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # run from a checkout, installed or not
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-
-from hlotune.compiler.flags import FLAG_FEATURE_NAMES  # noqa: E402
-from hlotune.compiler.space import SearchSpace  # noqa: E402
-from hlotune.tuning.strategies import RandomSearch  # noqa: E402
-from hlotune.data.builtin import ROOT as BUILTIN  # noqa: E402
-from hlotune.data.dataset import Dataset  # noqa: E402
-from hlotune.data.sample import FlagConfigs, GraphSample, LayoutConfigs  # noqa: E402
-from hlotune.models import GraphCostModel, ModelConfig, data_fields, predict_scores  # noqa: E402
-from hlotune.models.files import pretrained_folder, read_model_files  # noqa: E402
-from hlotune.models.predict import MAX_ROWS  # noqa: E402
 
 FIXTURE = "tpugraphs/npz/layout/xla/default/valid/unet_3d.4x4.bf16.npz"
 GOAL = 1000
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, repeats=1, json=False)
     parser.add_argument("--configs", type=int, default=10_000, help="configs ranked per case")
     parser.add_argument("--threads", type=int, help="torch threads (default: torch's choice)")
     parser.add_argument("--max-rows", type=int, default=MAX_ROWS,
                         help="node rows per forward pass (predict_scores' chunking)")
-    parser.add_argument("--repeats", type=int, default=1, help="timed runs per case (median)")
     parser.add_argument("--cases", nargs="+", help="only these cases (default: all)")
-    parser.add_argument("--json", action="store_true", help="print one JSON object last")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -87,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.cases and case not in args.cases:
             continue
         runs = [time_ranking(sample, config, args.max_rows) for _ in range(args.repeats)]
-        seconds = statistics.median(runs)
+        seconds = harness.Spread(tuple(runs)).median
         per_config = seconds / sample.num_configs
         # Until the built-in layout collection is measured, flags stand in for its cost.
         against = collection if collection in measured else next(iter(measured), None)
@@ -116,7 +112,8 @@ def _print_table(results: list[dict], measured: dict[str, float]) -> None:
         verdict = "" if speedup is None else (
             f", {speedup:,.0f}x faster than measuring {row['measured_collection']} configs"
             + (" (goal met)" if speedup >= GOAL else f" (goal {GOAL}x)"))
-        spread = f" (runs {min(row['runs_s']):.2f}-{max(row['runs_s']):.2f} s)" if len(row["runs_s"]) > 1 else ""
+        runs = harness.Spread(tuple(row["runs_s"]))
+        spread = f" (runs {runs.range()} s)" if len(runs.values) > 1 else ""
         print(f"{row['case']:<20} {row['configs_per_s']:>10,.0f} configs/s, "
               f"{row['seconds_per_10k']:.2f} s per 10k{spread}{verdict}")
 
@@ -131,13 +128,14 @@ def time_ranking(sample: GraphSample, config: ModelConfig, max_rows: int = MAX_R
 
 
 def measure_seconds_per_config() -> dict[str, float]:
-    """Per collection: collection seconds over configs tried, from the built-in summaries."""
+    """Per collection of programs (tile's summaries are per kernel, with no timing): collection
+    seconds over configs tried, from the built-in summaries."""
     costs = {}
-    for folder in sorted(p for p in BUILTIN.iterdir() if p.is_dir()):
-        results = [json.loads(p.read_text())["result"] for p in folder.glob("*/*.json")]
+    for collection in ("flags", "layout"):
+        results = [json.loads(p.read_text())["result"] for p in resolve(f"builtin:{collection}").glob("*/*.json")]
         tried = sum(r["configs"] + r["failed"] for r in results)
         if tried:
-            costs[folder.name] = sum(r["seconds"] for r in results) / tried
+            costs[collection] = sum(r["seconds"] for r in results) / tried
     return costs
 
 
@@ -157,7 +155,7 @@ def _layout(fixture: GraphSample, count: int) -> GraphSample:
 def _flags(fixture: GraphSample, count: int) -> GraphSample:
     rows = np.stack([config.flags.features() for config in RandomSearch(SearchSpace("flags"), 0).ask(64)])
     repeated = np.resize(rows, (count, rows.shape[1]))
-    configs = FlagConfigs(repeated, np.array(FLAG_FEATURE_NAMES), np.zeros(count, np.int64))
+    configs = FlagConfigArrays(repeated, np.array(FLAG_FEATURE_NAMES), np.zeros(count, np.int64))
     return GraphSample(fixture.graph, configs, name=fixture.name)
 
 

@@ -1,10 +1,11 @@
 """Training memory and step time against graph size, whole-graph vs Graph Segment Training.
 
-Runs `hlotune bench scale --json` once per (size, mode), each in a fresh process so that its
+Runs one training run (hlotune/train/scaling.py) per (size, mode), each in a fresh process so that its
 peak RSS is its own, writes every result as JSON and plots peak RSS and step time against nodes
 to docs/img/scale_memory.png. Full-graph runs are stopped at --max-rss-mb (a failed point).
 
     OMP_NUM_THREADS=1 python benchmarks/scale_bench.py [--sizes 50000,200000,500000]
+    python benchmarks/scale_bench.py one --nodes N --mode gst|full [--json]    # one run
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import harness
+
 REPO = Path(__file__).resolve().parents[1]
 PLOT = REPO / "docs" / "img" / "scale_memory.png"
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["one"]:
+        sys.exit(_one(argv[1:]))
     args = _parser().parse_args(argv)
     results = []
     for size in args.sizes:
@@ -28,27 +33,34 @@ def main(argv: list[str] | None = None) -> None:
             result = _run(size, mode, args)
             results.append(result)
             print(json.dumps(result), flush=True)
-    args.out.write_text(json.dumps({"results": results}, indent=1) + "\n")
+    harness.write_json(args.out, {"results": results}, end="\n")
     _plot(results, args.max_rss_mb, args.plot)
     print(_table(results))
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=lambda t: [int(x) for x in t.split(",")],
-                        default=[50_000, 200_000, 500_000])
+    parser = harness.parser(__doc__, out=PLOT.with_suffix(".json"), plot=PLOT)
+    parser.add_argument("--sizes", type=harness.int_list, default=[50_000, 200_000, 500_000])
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--max-rss-mb", type=float, default=10_000)
     parser.add_argument("--cache", type=Path, help="keep the built graphs here")
-    parser.add_argument("--out", type=Path, default=PLOT.with_suffix(".json"))
-    parser.add_argument("--plot", type=Path, default=PLOT)
     return parser
 
 
+def _one(argv: list[str]) -> int:
+    from hlotune.errors import HlotuneError
+    from hlotune.train import scaling
+
+    try:
+        return scaling.main(argv, prog="python benchmarks/scale_bench.py one")
+    except HlotuneError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+
+
 def _run(size: int, mode: str, args: argparse.Namespace) -> dict:
-    command = [sys.executable, "-m", "hlotune.cli", "bench", "scale", "--nodes", str(size),
-               "--mode", mode, "--steps", str(args.steps), "--max-rss-mb", str(args.max_rss_mb),
-               "--json"]
+    command = [sys.executable, __file__, "one", "--nodes", str(size), "--mode", mode,
+               "--steps", str(args.steps), "--max-rss-mb", str(args.max_rss_mb), "--json"]
     if args.cache:
         command += ["--cache", str(args.cache)]
     env = dict(os.environ, OMP_NUM_THREADS=os.environ.get("OMP_NUM_THREADS", "1"))
@@ -60,12 +72,7 @@ def _run(size: int, mode: str, args: argparse.Namespace) -> dict:
 
 
 def _plot(results: list[dict], cap: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    fig, (memory, time) = plt.subplots(1, 2, figsize=(10, 4))
+    fig, (memory, time) = harness.subplots(1, 2, figsize=(10, 4))
     for mode, marker in (("gst", "o"), ("full", "s")):
         rows = [r for r in results if r["mode"] == mode and "edges" in r]
         done = [r for r in rows if not r.get("failed")]
@@ -85,20 +92,15 @@ def _plot(results: list[dict], cap: float, path: Path) -> None:
         axis.legend()
         axis.grid(alpha=0.3)
     fig.suptitle("Composed zoo HLO, layout-like configs (synthetic runtimes), 4 configs/step")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
+    harness.save_figure(fig, path)
 
 
 def _table(results: list[dict]) -> str:
-    lines = ["nodes     edges     mode  peak_rss_mb  step_s  note"]
-    for r in results:
-        lines.append(
-            f"{r['nodes']:<9} {r.get('edges', ''):<9} {r['mode']:<5} "
-            f"{r.get('peak_rss_mb', ''):<12} {r.get('step_s') or '':<7} {r.get('failed') or ''}"
-        )
-    return "\n".join(lines)
+    header = ("nodes", "edges", "mode", "peak_rss_mb", "step_s", "note")
+    return harness.text_table(header, [
+        [str(r["nodes"]), str(r.get("edges", "")), r["mode"], str(r.get("peak_rss_mb", "")),
+         str(r.get("step_s") or ""), r.get("failed") or ""] for r in results], rule=False)
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -12,19 +12,14 @@ distinct orders it uses.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from hlotune.data.dataset import Dataset  # noqa: E402
-from hlotune.data.metrics import kendall_tau, target_runtimes  # noqa: E402
-from hlotune.evaluation.scorers import load_scorer  # noqa: E402
+import harness
+from hlotune.data.dataset import Dataset
+from hlotune.data.metrics import kendall_tau, target_runtimes
+from hlotune.evaluation.scorers import load_scorer
 
 PRODUCT, XLA = 6, 7  # config_feat of an XLA:CPU kernel: the partitions' product, XLA's own choice
 
@@ -35,9 +30,8 @@ def rule_scores(sample, xla_first: bool) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, out=None)
     parser.add_argument("--model", default="pretrained:tile")
-    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     results: dict = {"rule": {}}
     for split in ("train", "valid", "test"):
@@ -66,7 +60,7 @@ def main() -> None:
           f"ranked exactly as the rule; {model['orders_by_partitions']} distinct orders of partitions, "
           f"most common {model['most_common'][0]}")
     if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        harness.write_json(args.out, results)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ that collection: the real graphs vary in size around it, so treat it as an order
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+import harness
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import read_sample
 from hlotune.models.config import ModelConfig
@@ -93,22 +93,16 @@ def builtin_rows(configs: int) -> list[dict]:
 
 
 def markdown(rows: list[dict]) -> str:
-    lines = ["| data | s/step | configs/s | train graphs | time per epoch |", "|---|---|---|---|---|"]
-    for row in rows:
-        if "epoch_s" in row:
-            epoch = f"{row['epoch_s']:.1f} s (measured)"
-        else:
-            epoch = f"~{row['epoch_estimate_s']:.0f} s (estimate)"
-        lines.append(f"| {row['data']} | {row['step_s']:.3f} | {row['configs_per_s']:,.0f} | "
-                     f"{row['train_graphs']:,} | {epoch} |")
-    return "\n".join(lines)
+    return harness.markdown(("data", "s/step", "configs/s", "train graphs", "time per epoch"), [
+        [row["data"], f"{row['step_s']:.3f}", f"{row['configs_per_s']:,.0f}", f"{row['train_graphs']:,}",
+         f"{row['epoch_s']:.1f} s (measured)" if "epoch_s" in row else f"~{row['epoch_estimate_s']:.0f} s (estimate)"]
+        for row in rows])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, json=False)
     parser.add_argument("--configs-per-batch", type=int, default=16)
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--json", action="store_true", help="print the rows as JSON last")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     rows = builtin_rows(args.configs_per_batch)

@@ -122,16 +122,16 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
     "evolutionary+portfolio": dict(strategy="evolutionary", first_generation="portfolio"),
     "optuna+portfolio": dict(strategy="optuna", first_generation="portfolio"),
     "optuna-gp": dict(strategy="optuna-gp"),
-    "guided": dict(strategy="evolutionary", online=False),
-    "guided+online": dict(strategy="evolutionary", online=True),  # the default of versions 2-3
+    "guided": dict(strategy="evolutionary", online=False, first_generation="random"),
+    "guided+online": dict(strategy="evolutionary", online=True, first_generation="random"),  # the default of versions 2-3
     # the online model ranking optimistically: less a posterior standard deviation (LinUCB)
-    "guided+online+ucb": dict(strategy="evolutionary", online=True, optimism=1.0),
+    "guided+online+ucb": dict(strategy="evolutionary", online=True, optimism=1.0, first_generation="random"),
     # ... and a covering first generation: every option value measured once (SearchSpace.covering)
     "guided+online+ucb+cover": dict(strategy="evolutionary", online=True, optimism=1.0,
                                     first_generation="covering"),
     # a bandit over the guided+online search, TPE and random (tuning/bandit.py)
     "bandit+online": dict(strategy="bandit", online=True),
-    "transfer+online": dict(strategy="evolutionary", online=True, model="transfer"),
+    "transfer+online": dict(strategy="evolutionary", online=True, model="transfer", first_generation="random"),
     # the default search screening compiled candidates with the kernel program model
     "kernels+online": dict(strategy="evolutionary", online=True, model="pretrained:kernels"),
     # --space all without its kernel stages: flags x layouts alone (tuning/staged.py)
@@ -344,7 +344,7 @@ def live_run(program: str, name: str, seed: int, budget: int, args: argparse.Nam
 def _recorded(options: TuneOptions) -> dict:
     """What a recipe came to when run (the default's "{}" names whatever TuneOptions() was)."""
     return {"strategy": options.strategy, "model": options.ranking_model, "online": options.learns_online,
-            "optimism": options.optimism, "first_generation": options.first_generation,
+            "optimism": options.optimism, "first_generation": options.first,
             "warm_start": options.warm_start, "batch": options.batch}
 
 

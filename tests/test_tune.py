@@ -323,6 +323,18 @@ def test_the_commands_offer_what_the_modules_implement():
     assert commands.FORMATS == database.EXPORT_FORMATS
 
 
+def test_the_default_search_starts_from_the_portfolio_in_flags():
+    """The Tuner v4 benchmark's choice: the evolutionary search, its first generation the shipped
+    portfolio in the flags space (the only one with a portfolio); any first generation named is
+    the one asked, and other strategies keep their own draws."""
+    assert (TuneOptions().strategy, TuneOptions().first) == ("evolutionary", "portfolio")
+    assert TuneOptions().ranking_model == "pretrained" and TuneOptions().learns_online
+    assert TuneOptions(space="layout").first == TuneOptions(space="all").first == "random"
+    assert TuneOptions(first_generation="random").first == "random"
+    assert TuneOptions(first_generation="covering").first == "covering"
+    assert TuneOptions(strategy="optuna").first == TuneOptions(strategy="random").first == "random"
+
+
 def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_path):
     with pytest.raises(TypeError, match="budgte"):
         TuneOptions(budgte=8)

@@ -66,9 +66,10 @@ def add_commands(subparsers) -> None:
                       help="stop searching after T seconds from the start (loading, ranking and "
                       "compiling count), or --budget configs, whichever comes first")
     tune.add_argument("--strategy", choices=STRATEGIES, default="evolutionary",
-                      help="evolutionary (default: bred candidates ranked by --model), bandit (it, "
-                      "TPE and random sharing each batch; needs the optuna extra), random, "
-                      "exhaustive, optuna (TPE) or optuna-gp (docs/tuning.md)")
+                      help="evolutionary (default: bred candidates ranked by --model, in the flags "
+                      "space from the shipped portfolio), bandit (it, TPE and random sharing each "
+                      "batch; needs the optuna extra), random, exhaustive, optuna (TPE) or "
+                      "optuna-gp (docs/tuning.md)")
     tune.add_argument("--model", metavar="M", default="pretrained",
                       help="the cost model ranking the evolutionary strategy's candidates, so "
                       "only the most promising are measured: pretrained (the shipped models, "
@@ -97,8 +98,9 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--optimism", type=float, default=0.0, metavar="B",
                       help="rank the online model's candidates by predicted cost less B posterior "
                       "standard deviations, so choices never measured get tried (LinUCB; default 0)")
-    tune.add_argument("--first-generation", choices=FIRST_GENERATIONS, default="random",
-                      help="the search's first configs: its own random draws (default), a covering "
+    tune.add_argument("--first-generation", choices=FIRST_GENERATIONS,
+                      help="the search's first configs: its own random draws (default, except the "
+                      "evolutionary search in flags, which asks the portfolio), a covering "
                       "design that tries every option value once (evolutionary), or the shipped portfolio "
                       "of configs that won on other programs (evolutionary, optuna)")
     tune.add_argument("--warm-start", type=int, default=4, metavar="N",

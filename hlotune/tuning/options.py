@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
     from hlotune.evaluation.scorers import Scorer
 
+# The search a tune runs when none is named, chosen by the Tuner v4 benchmark
+# (docs/results/tuning.md#tuner-v4): the evolutionary search ranked by the model, whose first
+# generation in the flags space is the shipped portfolio (it kept 1.058x the random first
+# generation's speedup at budget 8 and verified level with it at 32; TPE, from the portfolio
+# or not, kept less at both budgets).
 DEFAULT_STRATEGY = "evolutionary"
 DEFAULT_MODEL = "pretrained"  # the shipped models (cost_model.load_scorers)
 
@@ -48,8 +53,9 @@ class TuneOptions:
     # deviations (LinUCB), so choices never measured are tried despite a prior that ranks them away
     optimism: float = 0.0
     # the search's first configs: its own "random" draws, "covering" (every choice once: the
-    # evolutionary search) or "portfolio" (configs that won elsewhere: evolutionary and optuna)
-    first_generation: str = "random"
+    # evolutionary search) or "portfolio" (configs that won elsewhere: evolutionary and optuna);
+    # None: "portfolio" for the evolutionary search in flags, else "random" (`first` says)
+    first_generation: str | None = None
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
     batch: int = 8  # configs measured together
     # tile, ranked: candidates measured per kernel, the model's favourites (without a model, all)
@@ -81,7 +87,7 @@ class TuneOptions:
                 f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
         # an Optuna sampler is the optuna strategy's; a Strategy given whole makes its own firsts
-        check_first_generation(self.first_generation, self.strategy if isinstance(self.strategy, str)
+        check_first_generation(self.first, self.strategy if isinstance(self.strategy, str)
                                else None if isinstance(self.strategy, Strategy) else "optuna")
         if self.ranking_model is not None and not self.ranked:
             if isinstance(self.strategy, Strategy):
@@ -90,6 +96,15 @@ class TuneOptions:
             other = repr(self.strategy) if isinstance(self.strategy, str) else "an Optuna sampler"
             raise HlotuneError(f"model ranks candidates of the {' and '.join(RANKED)} strategies "
                                f"only, not of {other}")
+
+    @property
+    def first(self) -> str:
+        """The first generation the tune asks: `first_generation`, else, for the evolutionary
+        search in the flags space (the only one with a portfolio), the portfolio, else the
+        strategy's own random draws (TPE from the portfolio kept less than from its own)."""
+        if self.first_generation is not None:
+            return self.first_generation
+        return "portfolio" if self.space == "flags" and self.strategy == "evolutionary" else "random"
 
     @property
     def ranking_model(self) -> str | Scorer | None:

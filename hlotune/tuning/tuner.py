@@ -333,8 +333,8 @@ def _strategy(
         return strategy
     if isinstance(strategy, str):
         return make_strategy(strategy, space, options.seed, cost_model, study=study,
-                             first_generation=options.first_generation)
-    first = portfolio_configs(space) if options.first_generation == "portfolio" else ()
+                             first_generation=options.first)
+    first = portfolio_configs(space) if options.first == "portfolio" else ()
     return OptunaTPE(space, options.seed, sampler=strategy, study=study, first=first)
 
 

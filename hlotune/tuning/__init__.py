@@ -2,6 +2,11 @@
 
 `tune("zoo:mlp@small", space="flags", budget=32)` searches, measures and returns a TuneResult;
 heavy imports (jax) wait until first use, so `hlotune --help` stays fast.
+
+The parts a tune is built from are public too, for plugging in your own (docs/extending.md):
+a search `Strategy` (ask/tell, told `Trial`s) over a `SearchSpace` of `CompileConfig`s, a
+`Runner` that measures batches (`LocalRunner` here, `open_runner` for a spec), a `CostModel`
+that ranks candidates, `Callback`s that watch every batch, and the `Tuner` loop joining them.
 """
 
 from __future__ import annotations
@@ -10,10 +15,23 @@ from hlotune.lazy import lazy_attributes
 
 _API = {
     "tune": ("hlotune.tuning.tuner", "tune"),
+    "Tuner": ("hlotune.tuning.tuner", "Tuner"),
     "TuneOptions": ("hlotune.tuning.options", "TuneOptions"),
     "TuneResult": ("hlotune.tuning.tuner", "TuneResult"),
     "TuningDatabase": ("hlotune.tuning.database", "TuningDatabase"),
     "program_fingerprint": ("hlotune.tuning.fingerprint", "program_fingerprint"),
+    # extension points (docs/extending.md)
+    "Strategy": ("hlotune.tuning.strategies", "Strategy"),
+    "Trial": ("hlotune.tuning.strategies", "Trial"),
+    "Runner": ("hlotune.tuning.runners", "Runner"),
+    "LocalRunner": ("hlotune.tuning.runners", "LocalRunner"),
+    "open_runner": ("hlotune.tuning.runners", "open_runner"),
+    "CostModel": ("hlotune.tuning.cost_model", "CostModel"),
+    "Callback": ("hlotune.tuning.callbacks", "Callback"),
+    "CompileConfig": ("hlotune.compiler.config", "CompileConfig"),
+    "SearchSpace": ("hlotune.compiler.space", "SearchSpace"),
+    "MeasureSettings": ("hlotune.compiler.measure", "MeasureSettings"),
+    "BatchResult": ("hlotune.compiler.measure", "BatchResult"),
 }
 
 __all__ = list(_API)

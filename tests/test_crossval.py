@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import statistics
-from collections import Counter
 
 import pytest
 

@@ -24,9 +24,9 @@ def export_tpugraphs(dataset: Dataset, out: Path, split: str) -> list[Path]:
                            f"(the public collections are {' and '.join(TPUGRAPHS_KEYS)})")
     folder = out / TPUGRAPHS_FOLDERS[collection] / split
     folder.mkdir(parents=True, exist_ok=True)
+    keys = TPUGRAPHS_KEYS[collection]
     written = []
     for path in dataset.paths:
-        keys = TPUGRAPHS_KEYS[collection]
         missing = [key for key in keys if key not in peek(path)]
         if missing:
             raise HlotuneError(f"{path}: no {', '.join(missing)}, which the TpuGraphs files hold")

@@ -425,7 +425,7 @@ def make_strategy(
     if cost_model is not None and name not in RANKED:
         raise HlotuneError(f"a cost model ranks candidates of the {' and '.join(RANKED)} strategies only, not {name}")
     check_first_generation(first_generation, name)
-    first = portfolio_configs(space) if first_generation == "portfolio" else []
+    first = first_configs(space, first_generation)
     if name in RANKED:
         evolutionary = Evolutionary(space, seed, cost_model=cost_model, cover_first=first_generation == "covering",
                                     first=first)
@@ -455,8 +455,11 @@ def check_first_generation(first_generation: str, strategy: str | None) -> None:
                            f"not {strategy or 'a Strategy given whole'}")
 
 
-def portfolio_configs(space: SearchSpace) -> list[CompileConfig]:
-    """The shipped portfolio's configs that `space` can express (portfolio.py)."""
+def first_configs(space: SearchSpace, first_generation: str) -> list[CompileConfig]:
+    """The configs a search asks before its own: the shipped portfolio's that `space` can
+    express (portfolio.py) for "portfolio", none for a generation the strategy draws itself."""
+    if first_generation != "portfolio":
+        return []
     from hlotune.tuning.portfolio import load_portfolio  # its builder's imports import this module
 
     return load_portfolio().within(space)

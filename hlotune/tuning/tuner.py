@@ -75,8 +75,8 @@ from hlotune.tuning.strategies import (
     OptunaTPE,
     Strategy,
     Trial,
+    first_configs,
     make_strategy,
-    portfolio_configs,
 )
 
 
@@ -334,8 +334,8 @@ def _strategy(
     if isinstance(strategy, str):
         return make_strategy(strategy, space, options.seed, cost_model, study=study,
                              first_generation=options.first)
-    first = portfolio_configs(space) if options.first == "portfolio" else ()
-    return OptunaTPE(space, options.seed, sampler=strategy, study=study, first=first)
+    return OptunaTPE(space, options.seed, sampler=strategy, study=study,
+                     first=first_configs(space, options.first))
 
 
 def _warm_started(search: Strategy, space: SearchSpace, winners: list[CompileConfig]) -> Strategy:

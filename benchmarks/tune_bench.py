@@ -28,9 +28,10 @@ measures each dropped leader once more in a fresh batch beside the default, whic
 leader rightly dropped (luck) from a real gain the check threw away.
 
 Strategies are recipes of TuneOptions (LIVE). Version 4's (V4, the default --strategies):
-random; optuna (TPE); default, TuneOptions() as it stands (the evolutionary search ranked by the
-pretrained model and the program's online model); evolutionary+portfolio and optuna+portfolio,
-those searches asking the shipped portfolio's configs first (tuning/portfolio.py). A recipe
+random; optuna (TPE); default, TuneOptions() as it stands (since v4 the evolutionary search
+asking the shipped portfolio's configs first, tuning/portfolio.py, then ranked by the pretrained
+model and the program's online model); guided+online, the same search from a random first
+generation (the default before v4); optuna+portfolio, TPE asking the portfolio first. A recipe
 TuneOptions does not accept is skipped, saying so. The older strategies of versions 1-3 stay
 runnable by name. The live report, per space and budget: each strategy's geomean kept, verified
 and found speedups, its median share of the oracle's log gain kept and verified, its kept
@@ -119,11 +120,10 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
     "random": dict(strategy="random"),
     "optuna": dict(strategy="optuna"),  # the peers a user would try first: TPE and GP
     DEFAULT: {},  # TuneOptions() as it stands, whatever that is when run (rows record it)
-    "evolutionary+portfolio": dict(strategy="evolutionary", first_generation="portfolio"),
     "optuna+portfolio": dict(strategy="optuna", first_generation="portfolio"),
     "optuna-gp": dict(strategy="optuna-gp"),
     "guided": dict(strategy="evolutionary", online=False, first_generation="random"),
-    "guided+online": dict(strategy="evolutionary", online=True, first_generation="random"),  # the default of versions 2-3
+    "guided+online": dict(strategy="evolutionary", online=True, first_generation="random"),  # the default before v4
     # the online model ranking optimistically: less a posterior standard deviation (LinUCB)
     "guided+online+ucb": dict(strategy="evolutionary", online=True, optimism=1.0, first_generation="random"),
     # ... and a covering first generation: every option value measured once (SearchSpace.covering)
@@ -137,7 +137,7 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
     # --space all without its kernel stages: flags x layouts alone (tuning/staged.py)
     UNSTAGED: dict(strategy="evolutionary", online=True, kernel_stages=False),
 }
-V4 = ("random", "optuna", DEFAULT, "evolutionary+portfolio", "optuna+portfolio")
+V4 = ("random", "optuna", DEFAULT, "guided+online", "optuna+portfolio")
 REFERENCES = (DEFAULT, "guided+online")  # the default a report pairs with: v4's, else v2-3's
 
 

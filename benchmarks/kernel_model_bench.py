@@ -28,17 +28,17 @@ import json
 import sys
 from pathlib import Path
 
+import harness
 import numpy as np
 from scipy.stats import spearmanr
 
-import harness
-from hlotune.compiler.kernel_program import load_kernel_program_model
 from hlotune.data.builtin import resolve
 from hlotune.data.metrics import kendall_tau
 from hlotune.data.npz import read_sample
 from hlotune.evaluation.compiled_baselines import CompiledGbdtRank, compiled_summary, roofline_scores
 from hlotune.evaluation.scorers import load_scorer
-from hlotune.train.kernels import LabelledProgram, labelled_programs
+from hlotune.kernels.program_model import load_kernel_program_model
+from hlotune.kernels.training import LabelledProgram, labelled_programs
 
 
 def collected(program: LabelledProgram, space: str, split: str):

@@ -18,7 +18,7 @@ leave the measured runtimes alone?
    seeds of each pair's profiled / unprofiled: two batches back to back.
 
 3. Coverage over the built-in dataset, measuring nothing: every program with committed kernel
-   labels (collect/kernel_labels.py), each of its configs' thunks summed (control flow
+   labels (kernels/label_collection.py), each of its configs' thunks summed (control flow
    included) against the runtime the collection measured for that config; a program's ratio is
    the median over its configs, and the goal is read off the median program. Five programs
    chosen by hand are a small sample; the edition's are the programs hlotune ships.
@@ -35,14 +35,14 @@ import statistics
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
+import harness
 import numpy as np
 
-import harness
-from hlotune.compiler.kernel_labels import LABELS, ProgramKernels
-from hlotune.compiler.measure import MeasureSettings, Measurer
+from hlotune.compiler.measure import Measurer, MeasureSettings
 from hlotune.compiler.program_profile import profile_program
 from hlotune.data.builtin import EDITION
 from hlotune.data.npz import read_sample
+from hlotune.kernels.labels import LABELS, ProgramKernels
 
 PROGRAMS = ("zoo:vit@small", "zoo:mlp@small", "zoo:cnn@small", "zoo:gpt@tiny", "corpus:hf-bert@tiny")
 GOAL = 0.15  # the kernels' sum within this of the wall time, on the median program

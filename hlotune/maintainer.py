@@ -18,9 +18,9 @@ TOOLS = {
     "dataset": ("collect the built-in dataset (flags and layout, or --tile), resumable",
                 "hlotune.collect.builtin"),
     "kernel-labels": ("profile the built-in programs' configs kernel by kernel, resumable",
-                      "hlotune.collect.kernel_labels"),
+                      "hlotune.kernels.label_collection"),
     "kernel-model": ("train the kernel program model (pretrained:kernels) on the kernel labels",
-                     "hlotune.train.kernels"),
+                     "hlotune.kernels.training"),
     "portfolio": ("build the tuning portfolio", "hlotune.tuning.portfolio"),
 }
 

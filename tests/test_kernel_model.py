@@ -12,17 +12,17 @@ import numpy as np
 import pytest
 
 from hlotune.collect.collector import CollectSettings, collect
-from hlotune.collect.kernel_labels import LabelSettings, label_program
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.kernel_sample import CODEGEN_COLUMNS, OPTIONS_AT, codegen_options
 from hlotune.compiler.thunks import thunks_of
-from hlotune.compiler.kernel_labels import KernelGraphs, ProgramKernels, collected_configs, kernel_samples, labels_of
 from hlotune.data.npz import read_sample, write_sample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text_parser import texts_to_protos
+from hlotune.kernels.label_collection import LabelSettings, label_program
+from hlotune.kernels.labels import KernelGraphs, ProgramKernels, collected_configs, kernel_samples, labels_of
+from hlotune.kernels.program_model import KernelProgramModel, KernelScorer, Overhead, fit_overhead
+from hlotune.kernels.sample import CODEGEN_COLUMNS, OPTIONS_AT, codegen_options
 from hlotune.models.config import ModelConfig
-from hlotune.compiler.kernel_program import KernelProgramModel, KernelScorer, Overhead, fit_overhead
 
 
 def _compiled_text(fn, *args, options=None) -> str:

@@ -9,8 +9,11 @@ from collections import Counter
 
 import numpy as np
 
-from hlotune.collect.tile_files import write_tile_files
-from hlotune.collect.tiles import (
+from hlotune.compiler.kernels import Kernel
+from hlotune.compiler.space import PARTITION_CHOICES
+from hlotune.data.npz import read_sample
+from hlotune.kernels.sample import config_features
+from hlotune.kernels.tile_collection import (
     KernelSample,
     TileFolder,
     TileSettings,
@@ -18,10 +21,7 @@ from hlotune.collect.tiles import (
     draw_kernel_configs,
     tile_rows,
 )
-from hlotune.compiler.kernel_sample import config_features
-from hlotune.compiler.kernels import Kernel
-from hlotune.compiler.space import PARTITION_CHOICES
-from hlotune.data.npz import read_sample
+from hlotune.kernels.tile_files import write_tile_files
 
 
 def _kernel(name: str) -> Kernel:

@@ -2,7 +2,7 @@
 it is measured): every program collected in both spaces, then its data card.
 
     hlotune rebuild dataset -t 60    # for an hour at most (needs the [corpus] extra)
-    hlotune rebuild dataset --tile -t 60    # the tile collection (collect/tiles.py)
+    hlotune rebuild dataset --tile -t 60    # the tile collection (kernels/tile_collection.py)
 
 Resumable: a finished program is skipped, a program stopped mid-way resumes at its last batch,
 and the same seed draws the same configs. Measure with the machine otherwise quiet.
@@ -18,11 +18,11 @@ from collections import Counter
 import numpy as np
 
 from hlotune.collect.collector import CollectSettings, collect
-from hlotune.collect.tile_files import TileSummary, write_tile_files
-from hlotune.collect.tiles import TileSettings, collect_tiles
 from hlotune.data.builtin import EDITION, TILE_EDITION, TILE_VARIANTS, Edition
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
+from hlotune.kernels.tile_collection import TileSettings, collect_tiles
+from hlotune.kernels.tile_files import TileSummary, write_tile_files
 from hlotune.spellings import python_m
 
 SAMPLES, SEED, BATCH = 30, 0, 16
@@ -156,7 +156,7 @@ def _tile_section(edition: Edition) -> list[str]:
         "",
         "Programs: the edition's, then variants of the tile collection's own: "
         + "; ".join(f"{k}: {', '.join(v)}" for k, v in TILE_VARIANTS.items()) + ".",
-        f"Measured by `hlotune rebuild dataset --tile` (collect/tiles.py): per program "
+        f"Measured by `hlotune rebuild dataset --tile` (kernels/tile_collection.py): per program "
         f"{settings.configs} configs, each giving every tunable kernel its own outer-dimension "
         f"partitions (balanced draws), {settings.profile_runs} profiled runs each; a sample is a "
         "kernel's median time relative to XLA's own choice in the same batch. A kernel (by its "

@@ -1,1 +1,1 @@
-"""XLA:CPU as the compiler in the loop: flag, layout and per-kernel options, the config space, its pass inside XLA, measurement, profiles, and the kernel program model that scores what XLA compiled."""
+"""XLA:CPU as the compiler in the loop: flag, layout and per-kernel options, the config space, its pass inside XLA, measurement and profiles."""

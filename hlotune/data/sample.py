@@ -50,7 +50,7 @@ class TileConfigs:
     config_runtime_normalizers: np.ndarray  # (c,) int64 ns, runtime of the default tile config
     config_runtime_samples: np.ndarray | None = None  # (c, s) int64 ns: hlotune's own kernels
     # (2,) flops and bytes of hlotune's own XLA:CPU kernels, whose config_feat are
-    # outer-dimension partitions (collect/tiles.py), not TPU tile sizes
+    # outer-dimension partitions (kernels/tile_collection.py), not TPU tile sizes
     kernel_roofline: np.ndarray | None = None
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from hlotune.compiler.fusion_space import CORE_BANDWIDTH, CORE_FLOPS, LAUNCH_S
-from hlotune.compiler.kernel_labels import KernelGraphs
 from hlotune.data.sample import GraphSample
-from hlotune.models.baselines.gbdt import PARAMS, ROUNDS, load_lightgbm, relevance_grades
+from hlotune.kernels.labels import KernelGraphs
+from hlotune.kernels.program_model import CompiledConfig
 from hlotune.models.baselines.features import feature_matrix, flag_names_of
-from hlotune.compiler.kernel_program import CompiledConfig
+from hlotune.models.baselines.gbdt import PARAMS, ROUNDS, load_lightgbm, relevance_grades
 
 KINDS = ("kLoop", "kInput", "kOutput", "kCustom")
 SUMMARY = ("thunks", "calls", *KINDS, "unfused", "log_flops", "log_bytes", "log_roofline_s")

@@ -6,7 +6,7 @@ A scorer maps a GraphSample to one score per config, lower = predicted faster:
 - `pretrained:flags`, `pretrained:layout`: the models shipped in the package, trained on the
   built-in collections' train splits (docs/cost_model.md has their scores on the test splits);
 - `pretrained:kernels` (or a folder `hlotune rebuild kernel-model` wrote): a program's
-  configs scored from the kernels XLA compiled for them (compiler/kernel_program.py);
+  configs scored from the kernels XLA compiled for them (kernels/program_model.py);
 - `baseline:random`: uniform scores, seeded by the graph's name, the floor any model must beat;
 - `baseline:analytical`: hand-written rules per collection, nothing trained;
 - `baseline:gbdt`: gradient-boosted trees, trained at the first graph on the built-in train
@@ -52,7 +52,7 @@ def load_scorer(name: str) -> Scorer:
     if name == GNN and not Path(name).exists():
         raise HlotuneError("gnn is a GNN to train: `hlotune cv` trains one per "
                            "fold; elsewhere give a trained model folder")
-    from hlotune.compiler.kernel_program import KernelScorer, load_kernel_program_model
+    from hlotune.kernels.program_model import KernelScorer, load_kernel_program_model
 
     if (kernel_model := load_kernel_program_model(name)) is not None:
         return KernelScorer(kernel_model)

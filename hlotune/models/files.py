@@ -20,7 +20,7 @@ from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 
 # The models shipped in models/pretrained/: one per collection, and `kernels`, the kernel
-# program model (compiler/kernel_program.py) that ranks flags configs from their compiled kernels.
+# program model (kernels/program_model.py) that ranks flags configs from their compiled kernels.
 PRETRAINED = ("flags", "layout", "tile", "kernels")
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

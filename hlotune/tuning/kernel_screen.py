@@ -1,5 +1,5 @@
 """Compile and predict (XTAT's screen): every candidate is compiled, nothing run, and the kernel
-program model (compiler/kernel_program.py) scores the module XLA made of it. A compile costs
+program model (kernels/program_model.py) scores the module XLA made of it. A compile costs
 0.1-1 s here and a measurement 1-2 s, so many candidates can be screened for each one measured;
 the budget still counts configs measured, and `compiled`/`compile_s` say what screening cost.
 
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.measure import MeasureSettings, Measurer
-from hlotune.compiler.kernel_program import CompiledConfig, CompiledThunk, KernelProgramModel
+from hlotune.compiler.measure import Measurer, MeasureSettings
+from hlotune.kernels.program_model import CompiledConfig, CompiledThunk, KernelProgramModel
 from hlotune.tuning.cost_model import CostModel
 
 

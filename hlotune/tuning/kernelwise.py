@@ -3,7 +3,7 @@ measure.
 
 A kernel's candidates are XLA's outer-dimension partitions (compiler/space.py's
 PARTITION_CHOICES). A tile model ranks each kernel's candidates from the kernel's own graph
-(compiler/kernel_sample.py: the TpuGraphs tile format `pretrained:tile` was trained on).
+(kernels/sample.py: the TpuGraphs tile format `pretrained:tile` was trained on).
 Since one profiled run times every kernel at once (compiler/kernel_profile.py), round r measures
 one program config in which every kernel takes its r-th favourite: `per_kernel` program
 measurements try that many candidates of every kernel. Each kernel's time is read relative to
@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.kernel_sample import kernel_sample
 from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.hlo.text import HloText
+from hlotune.kernels.sample import kernel_sample
 from hlotune.tuning.strategies import Strategy, Trial
 
 KERNEL_GENE = "kernel:"  # compiler/space.py's prefix of a kernel's gene

@@ -51,7 +51,7 @@ from hlotune.compiler.measure import BatchResult, MeasureSettings
 from hlotune.compiler.space import KERNEL_SPACES, PARTITION_CHOICES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
-from hlotune.compiler.kernel_program import load_kernel_program_model
+from hlotune.kernels.program_model import load_kernel_program_model
 from hlotune.programs import Program, load_program
 from hlotune.programs.calls import BoundCall, jit_function
 from hlotune.progress import note
@@ -62,12 +62,11 @@ from hlotune.tuning.final_check import FINALISTS, Beside, Finalist, final_check
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.kernel_screen import KernelScreen
 from hlotune.tuning.kernelwise import Kernelwise, rank_candidates
-from hlotune.tuning.runners import Runner, open_runner
-from hlotune.tuning.online import OnlineCostModel
 from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
+from hlotune.tuning.online import OnlineCostModel
 from hlotune.tuning.options import TuneOptions
+from hlotune.tuning.runners import Runner, open_runner
 from hlotune.tuning.staged import Stage, Staged
-from hlotune.tuning.transfer import TRANSFER, load_transfer
 from hlotune.tuning.strategies import (
     Chain,
     Exhaustive,
@@ -78,6 +77,7 @@ from hlotune.tuning.strategies import (
     first_configs,
     make_strategy,
 )
+from hlotune.tuning.transfer import TRANSFER, load_transfer
 
 
 @dataclass

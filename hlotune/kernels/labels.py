@@ -1,8 +1,8 @@
-"""Kernel labels read back (collect/kernel_labels.py writes them): each collected config's
+"""Kernel labels read back (kernels/label_collection.py writes them): each collected config's
 compiled thunks with their times, and the tile-format kernel samples a kernel model learns from.
 
 A kernel sample is one thunk (fingerprint) with one config row per distinct way it was compiled
-(its partitions and the module's code-generation options, compiler/kernel_sample.py) and, as its
+(its partitions and the module's code-generation options, kernels/sample.py) and, as its
 runtime, the median ns per call over every program config that compiled it so. The normaliser
 is 1: runtimes are absolute, so that a model trained with MSE on their log predicts how long a
 kernel takes, which a program model can sum.
@@ -19,10 +19,10 @@ import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.measure import OK
-from hlotune.compiler.kernel_sample import compiled_features, kernel_roofline, tile_configs
 from hlotune.data.sample import GraphArrays, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.graph import HloGraph
+from hlotune.kernels.sample import compiled_features, kernel_roofline, tile_configs
 
 LABELS = "kernels"  # the labels' folder beside the collection's space folders
 MODULES = ".kernels"  # each thunk's module text, in the space's labels folder
@@ -92,7 +92,7 @@ class KernelGraphs:
         return fingerprint in self._graphs
 
     def roofline(self, fingerprint: str) -> np.ndarray:
-        """The thunk's flops and bytes (compiler/kernel_sample.kernel_roofline)."""
+        """The thunk's flops and bytes (kernels/sample.kernel_roofline)."""
         if fingerprint not in self._rooflines:
             self._rooflines[fingerprint] = kernel_roofline(self._graphs[fingerprint][0])
         return self._rooflines[fingerprint]
@@ -126,7 +126,7 @@ def _module_text(modules: Path, fingerprint: str) -> str:
 
 
 def config_rows(labels: ProgramKernels, row: int, configs: list[CompileConfig], columns: np.ndarray) -> np.ndarray:
-    """The tile config rows (compiler/kernel_sample.config_features) of thunks `columns` as
+    """The tile config rows (kernels/sample.config_features) of thunks `columns` as
     config `row` (an index into `rows`) compiled them: XLA's partitions, the config's options."""
     parts = [tuple(int(p) for p in labels.partitions[row, c] if p) for c in columns]
     return compiled_features(parts, configs[int(labels.rows[row])].flags)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.collect.tiles import KERNELS, KernelSample, TileFolder, tile_rows
-from hlotune.compiler.kernel_sample import kernel_sample
 from hlotune.data.npz import write_sample
+from hlotune.kernels.sample import kernel_sample
+from hlotune.kernels.tile_collection import KERNELS, KernelSample, TileFolder, tile_rows
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import numpy as np
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.kernel_config import KernelConfig
 from hlotune.compiler.kernels import Kernel, kernels_of
-from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurer
+from hlotune.compiler.measure import BatchResult, Measurer, MeasureSettings
 from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text import HloText

@@ -3,7 +3,7 @@ thunk, times its calls, summed, plus a learned overhead per thunk call (`pretrai
 
 The kernel model is a tile GraphCostModel (a GNN over the kernel's own graph, its partitions
 and the module's code-generation options as the config) trained with MSE on the log of each
-kernel's absolute ns per call (compiler/kernel_labels.py). What the kernels' sum leaves out (the
+kernel's absolute ns per call (kernels/labels.py). What the kernels' sum leaves out (the
 runtime launching thunks, waiting on threads) is fitted on the training programs as ns per
 thunk call: inside one program only differences between configs matter, so a constant per
 program would change no ranking and is not fitted.
@@ -20,11 +20,11 @@ import numpy as np
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.kernel_sample import compiled_features, tile_configs
-from hlotune.compiler.kernel_labels import KernelGraphs, ProgramKernels, collected_configs, labels_of
 from hlotune.compiler.thunks import thunks_of
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
+from hlotune.kernels.labels import KernelGraphs, ProgramKernels, collected_configs, labels_of
+from hlotune.kernels.sample import compiled_features, tile_configs
 
 KERNEL_MODEL, OVERHEAD = "kernel-model", "overhead.json"
 

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -29,23 +28,43 @@ def _load_harness():
 harness = _load_harness()
 
 
-@pytest.fixture(scope="module")
-def helps() -> dict[str, subprocess.CompletedProcess]:
-    """Every script's --help in a fresh interpreter, as a user runs it; a few at a time, since
-    each pays seconds importing jax or torch."""
-    def run(name: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(BENCHMARKS / name), "--help"], capture_output=True,
-                              text=True, timeout=600)
+# Runs each script as `python SCRIPT --help` would, in one interpreter that pays for jax and torch
+# once: its stdout, and the exit code (SystemExit's, else 0) or the exception it raised.
+_HELP_DRIVER = """
+import contextlib, io, json, os, runpy, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))  # as Python does for a script: harness.py
+results = {}
+for path in sys.argv[1:]:
+    sys.argv, out = [path, "--help"], io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(path, run_name="__main__")
+        code = 0
+    except SystemExit as exit:
+        code = exit.code or 0
+    except Exception as error:  # the script's failure, told apart from the others'
+        code = f"{type(error).__name__}: {error}"
+    results[path] = [code, out.getvalue()]
+print(json.dumps(results))
+"""
 
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        return dict(zip(SCRIPTS, pool.map(run, SCRIPTS), strict=True))
+
+@pytest.fixture(scope="module")
+def helps() -> dict[str, tuple[int, str]]:
+    """Every script's --help exit code and stdout, from a fresh interpreter."""
+    paths = [str(BENCHMARKS / name) for name in SCRIPTS]
+    done = subprocess.run([sys.executable, "-c", _HELP_DRIVER, *paths], capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = json.loads(done.stdout)
+    return {name: tuple(results[path]) for name, path in zip(SCRIPTS, paths, strict=True)}
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_help_runs(helps, script):
-    done = helps[script]
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.startswith("usage:")
+    code, stdout = helps[script]
+    assert code == 0, code
+    assert stdout.startswith("usage:"), stdout[-2000:]
 
 
 def test_markdown():

@@ -18,7 +18,7 @@ VALID = jax.jit(lambda x, w: jnp.tanh(x @ w).sum(axis=0)).lower(
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Each text example runs XLA's parser in a child process (it can abort): fewer, costlier examples.
-FUZZ_TEXT = settings(FUZZ, max_examples=60)
+FUZZ_TEXT = settings(FUZZ, max_examples=30)
 
 
 def _parses_or_fails_cleanly(parse, data) -> None:

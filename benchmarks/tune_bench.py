@@ -121,6 +121,8 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
     "optuna": dict(strategy="optuna"),  # the peers a user would try first: TPE and GP
     DEFAULT: {},  # TuneOptions() as it stands, whatever that is when run (rows record it)
     "optuna+portfolio": dict(strategy="optuna", first_generation="portfolio"),
+    # the default with a quarter of each batch after the portfolio drawn from the whole space
+    "default+immigrants": dict(immigrants=0.25),
     "optuna-gp": dict(strategy="optuna-gp"),
     "guided": dict(strategy="evolutionary", online=False, first_generation="random"),
     "guided+online": dict(strategy="evolutionary", online=True, first_generation="random"),  # the default before v4
@@ -344,7 +346,7 @@ def live_run(program: str, name: str, seed: int, budget: int, args: argparse.Nam
 def _recorded(options: TuneOptions) -> dict:
     """What a recipe came to when run (the default's "{}" names whatever TuneOptions() was)."""
     return {"strategy": options.strategy, "model": options.ranking_model, "online": options.learns_online,
-            "optimism": options.optimism, "first_generation": options.first,
+            "optimism": options.optimism, "first_generation": options.first, "immigrants": options.immigrants,
             "warm_start": options.warm_start, "batch": options.batch}
 
 

@@ -185,6 +185,27 @@ def test_the_first_generation_is_drawn_as_it_comes_so_the_program_can_contradict
     assert (models[0.0].ranked, models[1.0].ranked) == (10 * 8 * 8, 0)  # 8x candidates, or none
 
 
+def test_immigrants_meet_a_move_that_the_prior_and_the_first_generation_kept_out():
+    """Children of a first generation without XNNPACK's dot fusion, ranked by a prior that
+    hates it, never try it; a quarter of each later batch drawn from the whole space does."""
+    space = SearchSpace("flags")
+    tried = {}
+    for immigrants in (0.0, 0.25):
+        tried[immigrants] = []
+        for seed in range(10):
+            strategy = Evolutionary(space, seed, cost_model=_HatesDotFusion(), explore=0.0, immigrants=immigrants)
+            drawn = [space.random_config(random.Random(100 * seed + i)) for i in range(40)]
+            first = [config for config in drawn if not _dot_fusion(config)][:8]
+            strategy.tell([Trial(DEFAULT_CONFIG, 1.0)] + [Trial(c, 1.0 + i / 10) for i, c in enumerate(first)])
+            for _ in range(3):
+                batch = strategy.ask(8)
+                assert len(set(batch)) == 8
+                tried[immigrants] += batch
+                strategy.tell([Trial(c, 2.0) for c in batch])
+    assert not any(map(_dot_fusion, tried[0.0]))
+    assert any(map(_dot_fusion, tried[0.25]))
+
+
 def test_a_covering_first_generation_measures_every_choice_whatever_the_seed():
     """Random draws left XNNPACK's dot fusion out of seed 2's first generation, and the prior
     kept it out after (docs/tuning.md); a covering design holds every value of every gene."""

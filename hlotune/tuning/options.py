@@ -56,6 +56,9 @@ class TuneOptions:
     # evolutionary search) or "portfolio" (configs that won elsewhere: evolutionary and optuna);
     # None: "portfolio" for the evolutionary search in flags, else "random" (`first` says)
     first_generation: str | None = None
+    # the evolutionary search: the share of each batch after the first drawn at random from the
+    # whole space, beside the children of the best (strategies.Evolutionary)
+    immigrants: float = 0.0
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
     batch: int = 8  # configs measured together
     # tile, ranked: candidates measured per kernel, the model's favourites (without a model, all)
@@ -80,6 +83,8 @@ class TuneOptions:
             raise HlotuneError(f"time_s must be positive, got {self.time_s}")
         if self.optimism < 0:
             raise HlotuneError(f"optimism must not be negative, got {self.optimism}")
+        if not 0 <= self.immigrants <= 1:
+            raise HlotuneError(f"immigrants must be a share from 0 to 1, got {self.immigrants}")
         if self.warm_start < 0:
             raise HlotuneError(f"warm_start must not be negative, got {self.warm_start}")
         if isinstance(self.strategy, str) and self.strategy not in STRATEGIES:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -192,7 +192,10 @@ class Evolutionary(Strategy):
     at least one config, where random draws leave a rare one (DOT, one config in 12) out of 8
     configs half the time. It did not keep more than random draws (docs/tuning.md). `first`
     configs (a portfolio, portfolio.py) are asked before any other, in order; the first
-    generation's other configs are drawn as above.
+    generation's other configs are drawn as above. A share `immigrants` of each later batch is
+    drawn at random from the whole space (a genetic algorithm's random immigrants), where the
+    explored share above is still children of the best: a search whose first generation missed
+    a program's move can still meet it.
     """
 
     name = "evolutionary"
@@ -201,11 +204,12 @@ class Evolutionary(Strategy):
         self, space: SearchSpace, seed: int = 0, *, population: int = 8,
         cost_model: CostModel | None = None, pool: int = 8, explore: float = 0.1,
         explore_first: float = 1.0, cover_first: bool = False, first: Sequence[CompileConfig] = (),
+        immigrants: float = 0.0,
     ) -> None:
         super().__init__()
         self._space, self._rng = space, random.Random(seed)
         self._population, self._cost_model, self._pool = population, cost_model, pool
-        self._explore, self._explore_first = explore, explore_first
+        self._explore, self._explore_first, self._immigrants = explore, explore_first, immigrants
         self._cover_first, self._first = cover_first, list(first)
 
     def ask(self, n: int) -> list[CompileConfig]:
@@ -224,23 +228,31 @@ class Evolutionary(Strategy):
             covering = self._space.covering(self._rng, n)
             if covering is not None:
                 return [config for config in covering if self._fresh(config)]
+        immigrants = round(n * self._immigrants) if evolve else 0
         share = self._explore if evolve else self._explore_first
         ranks = self._cost_model is not None and share < 1.0  # random() < 1.0: all explored
-        wanted = n * self._pool if ranks else n
+        bred = n - immigrants
+        wanted = bred * self._pool if ranks else bred
+        chosen = self._drawn(wanted, lambda: self._child(parents) if evolve else self._space.random_config(self._rng))
+        if ranks and len(chosen) > bred:
+            scores = np.asarray(self._cost_model.predict(chosen), dtype=np.float64)
+            ranked = [chosen[i] for i in np.argsort(scores, kind="stable")]
+            explored = sum(self._rng.random() < share for _ in range(bred))
+            chosen = ranked[: bred - explored] + self._rng.sample(ranked[bred - explored:], explored)
+        chosen += self._drawn(immigrants, lambda: self._space.random_config(self._rng), taken=chosen)
+        return [config for config in chosen if self._fresh(config)]
+
+    def _drawn(self, wanted: int, draw: Callable[[], CompileConfig],
+               taken: Sequence[CompileConfig] = ()) -> list[CompileConfig]:
+        """Up to `wanted` distinct configs from `draw`, none asked before or in `taken`."""
         candidates: dict[CompileConfig, None] = {}
         for _ in range(50 * wanted):
             if len(candidates) == wanted:
                 break
-            config = self._child(parents) if evolve else self._space.random_config(self._rng)
-            if config not in self._asked:
+            config = draw()
+            if config not in self._asked and config not in taken:
                 candidates[config] = None
-        chosen = list(candidates)
-        if ranks and len(chosen) > n:
-            scores = np.asarray(self._cost_model.predict(chosen), dtype=np.float64)
-            ranked = [chosen[i] for i in np.argsort(scores, kind="stable")]
-            explored = sum(self._rng.random() < share for _ in range(n))
-            chosen = ranked[: n - explored] + self._rng.sample(ranked[n - explored:], explored)
-        return [config for config in chosen if self._fresh(config)]
+        return list(candidates)
 
     def _parents(self) -> list[tuple[CompileConfig, float]]:
         """The `population` cheapest healthy configs told so far."""
@@ -415,7 +427,7 @@ class OptunaGP(OptunaTPE):
 
 def make_strategy(
     name: str, space: SearchSpace, seed: int = 0, cost_model: CostModel | None = None, *,
-    study: OptunaStudy | None = None, first_generation: str = "random",
+    study: OptunaStudy | None = None, first_generation: str = "random", immigrants: float = 0.0,
 ) -> Strategy:
     """The strategy called `name`; only the evolutionary search (alone or as the bandit's arm)
     uses a cost model, only the optuna strategies a stored `study`, and a `first_generation`
@@ -428,7 +440,7 @@ def make_strategy(
     first = first_configs(space, first_generation)
     if name in RANKED:
         evolutionary = Evolutionary(space, seed, cost_model=cost_model, cover_first=first_generation == "covering",
-                                    first=first)
+                                    first=first, immigrants=immigrants)
         if name == "evolutionary":
             return evolutionary
         from hlotune.tuning.bandit import Bandit  # a strategy of strategies: it imports this module

@@ -333,7 +333,7 @@ def _strategy(
         return strategy
     if isinstance(strategy, str):
         return make_strategy(strategy, space, options.seed, cost_model, study=study,
-                             first_generation=options.first)
+                             first_generation=options.first, immigrants=options.immigrants)
     return OptunaTPE(space, options.seed, sampler=strategy, study=study,
                      first=first_configs(space, options.first))
 

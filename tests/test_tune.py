@@ -200,21 +200,24 @@ def test_strategies_are_deterministic_for_a_seed_and_never_repeat(name, mlp_layo
     if name in ("optuna", "optuna-gp", "bandit"):  # the bandit's arms include TPE
         need("optuna", install="pip install 'hlotune[optuna]'")
 
+    # the flags space and fewer batches where the all space would be slow for no more checked:
+    # the GP fits itself again for every config past its 10 random ones (seconds each on all),
+    # exhaustive enumerates
+    kind = "flags" if name in ("exhaustive", "optuna-gp") else "all"
+    batches = 3 if name == "optuna-gp" else 5
+
     def run(seed):
-        # the flags space where the all space would be slow for no more checked: the GP's fit
-        # grows with the dimensions (tens of seconds on all), exhaustive enumerates
-        kind = "flags" if name in ("exhaustive", "optuna-gp") else "all"
         strategy = make_strategy(name, SearchSpace(kind, mlp_layouts), seed)
         strategy.tell([Trial(DEFAULT_CONFIG, 1.0)])
         asked = []
-        for _ in range(5):
+        for _ in range(batches):
             batch = strategy.ask(4)
             strategy.tell([Trial(c, _fake_cost(c)) for c in batch])
             asked += batch
         return asked
 
     asked = run(0)
-    assert len(asked) == 20 and len(set(asked)) == 20 and DEFAULT_CONFIG not in asked
+    assert len(asked) == 4 * batches and len(set(asked)) == 4 * batches and DEFAULT_CONFIG not in asked
     assert asked == run(0) and asked != run(1)
 
 
@@ -344,7 +347,7 @@ def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_p
         TuneOptions("flags")  # no position for a reordered field to swap
     bad = {"space": "tiles", "budget": 0, "time_s": -1.0, "batch": 0, "fine_tune_every": 0,
            "warm_start": -1, "strategy": "annealing", "optimism": -0.5,
-           "first_generation": "latin"}
+           "first_generation": "latin", "immigrants": 1.5}
     for field, value in bad.items():
         with pytest.raises(HlotuneError, match=rf"^{field} "):
             TuneOptions(**{field: value})

@@ -103,6 +103,9 @@ def add_commands(subparsers) -> None:
                       "evolutionary search in flags, which asks the portfolio), a covering "
                       "design that tries every option value once (evolutionary), or the shipped portfolio "
                       "of configs that won on other programs (evolutionary, optuna)")
+    tune.add_argument("--immigrants", type=float, default=0.0, metavar="S",
+                      help="the evolutionary search: draw a share S of each batch after the first "
+                      "from the whole space, beside the children of the best (default 0)")
     tune.add_argument("--warm-start", type=int, default=4, metavar="N",
                       help="first try the flags of up to N configs that won on other programs "
                       "here (default 4; 0: none)")
@@ -189,6 +192,7 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
         space=args.space, budget=args.budget, time_s=args.time, strategy=args.strategy,
         model=None if args.model == "none" else args.model, fine_tune_every=args.fine_tune_every,
         online=args.online, optimism=args.optimism, first_generation=args.first_generation,
+        immigrants=args.immigrants,
         warm_start=args.warm_start, batch=args.batch, seed=args.seed,
         per_kernel=args.per_kernel, kernel_stages=args.kernel_stages,
         allow_numerics_change=args.allow_numerics_change,

@@ -37,7 +37,9 @@ runnable by name. The live report, per space and budget: each strategy's geomean
 and found speedups, its median share of the oracle's log gain kept and verified, its kept
 configs that verify slower than the default, its dropped leaders; then every pair of strategies'
 kept and verified ratios, paired by program and seed, with a 90% bootstrap interval over
-programs (the default first: "default against the better of random and TPE" is two rows).
+programs (the default first: "default against the better of random and TPE" is two rows); the
+winner's curse; the dropped leaders measured again, and how much of what they were found at was
+luck.
 
     python benchmarks/tune_bench.py [--seeds 3] [--out docs/img/tune_bench.json]
     python benchmarks/tune_bench.py --live v4 --budget 8 32 --seeds 3 --out v4.json   # Tuner v4
@@ -525,7 +527,8 @@ def live_report(rows: list[dict]) -> str:
     winner's curse and the costs."""
     live = [r for r in rows if "verified" in r]
     groups = sorted({(r["space"], _budget(r)) for r in live})
-    return "".join(f"\n\n## live, {space}, budget {budget}\n" + summary(mine) + pairs(mine) + curse(mine) + costs(mine)
+    return "".join(f"\n\n## live, {space}, budget {budget}\n" + summary(mine) + pairs(mine) + curse(mine)
+                   + dropped_leaders(mine) + costs(mine)
                    for space, budget in groups
                    for mine in [[r for r in live if (r["space"], _budget(r)) == (space, budget)]])
 
@@ -647,6 +650,26 @@ def curse(rows: list[dict]) -> str:
               "verified, geomean", "found / verified", "reported / verified"]
     failed = len(kept) - len(verified)
     return "\n\n" + harness.markdown(header, cells) + (f"\n\n{failed} kept config(s) failed when verified" if failed else "")
+
+
+def dropped_leaders(rows: list[dict]) -> str:
+    """Leaders the final check dropped and --verify-dropped measured again, per strategy: their
+    found and verified geomeans, how many verify above REAL_GAIN (real gain thrown away) and below
+    SLOWER, and the share of their found log gain that the fresh batch did not see (luck)."""
+    cells = []
+    for strategy in _strategies(rows):
+        dropped = [r["dropped"] for r in rows if r["strategy"] == strategy and r.get("dropped")]
+        measured = [d for d in dropped if d.get("verified") is not None]
+        if not measured:
+            continue
+        found, again = gmean([d["found"] for d in measured]), gmean([d["verified"] for d in measured])
+        luck = 1 - math.log(again) / math.log(found) if found > 1 else float("nan")
+        cells.append([strategy, str(len(measured)), f"{found:.3f}x", f"{again:.3f}x",
+                      str(sum(d["verified"] > REAL_GAIN for d in measured)),
+                      str(sum(d["verified"] < SLOWER for d in measured)), f"{luck:.2f}"])
+    header = ["strategy", "dropped leaders measured again", "found, geomean", "verified, geomean",
+              f"above {REAL_GAIN}x", f"below {SLOWER}x", "share of the found log gain that was luck"]
+    return "\n\n" + harness.markdown(header, cells) if cells else ""
 
 
 def costs(rows: list[dict]) -> str:

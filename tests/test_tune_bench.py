@@ -33,7 +33,7 @@ def synthetic(program, strategy, seed, kept, verified, oracle, dropped=None):
 @pytest.fixture
 def rows():
     """Synthetic: a (oracle 1.21 = 1.1^2), b (no gain), c (oracle 1.1); default and random, seeds 0-1.
-    The default's seed 1 on c dropped a leader that verifies at 1.05x."""
+    The default's seed 1 on c dropped a leader found at 1.1025x that verifies at 1.05x."""
     return bench.common_oracles([
         synthetic("synthetic:a", "default", 0, 1.21, 1.1, 1.21),
         synthetic("synthetic:a", "default", 1, 1.1, 1.1, 1.21),
@@ -44,7 +44,8 @@ def rows():
         synthetic("synthetic:b", "random", 0, 1.0, 1.0, 1.0),
         synthetic("synthetic:b", "random", 1, 1.0, 1.0, 1.0),
         synthetic("synthetic:c", "default", 0, 1.1, 1.1, 1.1),
-        synthetic("synthetic:c", "default", 1, 1.0, 1.0, 1.1, dropped={"config": {}, "verified": 1.05}),
+        synthetic("synthetic:c", "default", 1, 1.0, 1.0, 1.1,
+                  dropped={"config": {}, "found": 1.05 ** 2, "verified": 1.05}),
         synthetic("synthetic:c", "random", 0, 1.1, 1.1, 1.1),
         synthetic("synthetic:c", "random", 1, 1.1, 1.1, 1.1),
     ])
@@ -90,6 +91,7 @@ def test_live_report_tables(rows):
     assert "| random | default | 3 |" in text  # the default is the one paired with first
     assert f"| default | 6 | {1.1 ** (4 / 6):.3f}x |" in text
     assert "| 1 (1 of 1) |" in text  # the dropped leader, real above 1.02x
+    assert "| default | 1 | 1.103x | 1.050x | 1 | 0 | 0.50 |" in text  # half its found log gain was luck
 
 
 class CutOff(Exception):

@@ -142,6 +142,7 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
     UNSTAGED: dict(strategy="evolutionary", online=True, kernel_stages=False),
 }
 V4 = ("random", "optuna", DEFAULT, "guided+online", "optuna+portfolio")
+LUCK_FLOOR = 1.05  # dropped leaders found below this (geomean) have no luck share shown
 REFERENCES = (DEFAULT, "guided+online")  # the default a report pairs with: v4's, else v2-3's
 
 
@@ -663,10 +664,11 @@ def dropped_leaders(rows: list[dict]) -> str:
         if not measured:
             continue
         found, again = gmean([d["found"] for d in measured]), gmean([d["verified"] for d in measured])
-        luck = 1 - math.log(again) / math.log(found) if found > 1 else float("nan")
+        # a share of a found gain under LUCK_FLOOR is a ratio of two noises: not shown
+        luck = f"{1 - math.log(again) / math.log(found):.2f}" if found > LUCK_FLOOR else "-"
         cells.append([strategy, str(len(measured)), f"{found:.3f}x", f"{again:.3f}x",
                       str(sum(d["verified"] > REAL_GAIN for d in measured)),
-                      str(sum(d["verified"] < SLOWER for d in measured)), f"{luck:.2f}"])
+                      str(sum(d["verified"] < SLOWER for d in measured)), luck])
     header = ["strategy", "dropped leaders measured again", "found, geomean", "verified, geomean",
               f"above {REAL_GAIN}x", f"below {SLOWER}x", "share of the found log gain that was luck"]
     return "\n\n" + harness.markdown(header, cells) if cells else ""

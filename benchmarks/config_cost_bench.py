@@ -36,16 +36,17 @@ GOAL = 1.5
 
 
 class BatchClock(Callback):
-    """Monotonic stamps: the search's start, after each batch, and the tune's end."""
+    """Monotonic stamps: the search's start, its last batch's end (the start if it measured
+    none) and the tune's end, so the search and the final check are told apart."""
 
     def __init__(self) -> None:
-        self.start, self.batches, self.end = 0.0, [], 0.0
+        self.start = self.searched = self.end = 0.0
 
     def on_start(self, tuner) -> None:
-        self.start = time.monotonic()
+        self.start = self.searched = time.monotonic()
 
     def after_batch(self, tuner, trials) -> None:
-        self.batches.append(time.monotonic())
+        self.searched = time.monotonic()
 
     def on_end(self, tuner) -> None:
         self.end = time.monotonic()
@@ -65,10 +66,10 @@ def measure(program: str, budget: int, seed: int, db_dir: Path) -> dict:
     # the default's row is its reference executable's; the others are the search's candidates
     configs = [r for r in records if not r.config.is_default]
     needs = [r.compile_s + len(r.samples) * r.median_ns * 1e-9 for r in configs]
-    search_s = (clock.batches[-1] if clock.batches else clock.start) - clock.start
+    search_s = clock.searched - clock.start
     return {
         "program": program, "budget": budget, "seed": seed, "default_ms": result.default_ms,
-        "configs": len(configs), "search_s": search_s, "final_check_s": clock.end - (clock.batches or [clock.start])[-1],
+        "configs": len(configs), "search_s": search_s, "final_check_s": clock.end - clock.searched,
         "final_check_rounds": result.confirm_rounds, "tune_s": total,
         "search_s_per_config": search_s / max(len(configs), 1),
         "need_s_per_config": statistics.median(needs) if needs else None,

@@ -357,6 +357,8 @@ def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_p
         TuneOptions(settings=MeasureSettings(rounds=0))
     with pytest.raises(HlotuneError, match="^model "):
         TuneOptions(strategy="random", model="baseline:analytical")
+    with pytest.raises(HlotuneError, match="^immigrants are drawn by the evolutionary"):
+        TuneOptions(strategy="optuna", immigrants=0.25)
     assert TuneOptions(strategy="random").ranking_model is None  # the default ranks evolutionary only
     assert TuneOptions(strategy="bandit").ranking_model == "pretrained"  # as its evolutionary arm
     # tune() and @autotune check their keywords before anything is exported, loaded or measured

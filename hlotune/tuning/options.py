@@ -94,6 +94,9 @@ class TuneOptions:
         # an Optuna sampler is the optuna strategy's; a Strategy given whole makes its own firsts
         check_first_generation(self.first, self.strategy if isinstance(self.strategy, str)
                                else None if isinstance(self.strategy, Strategy) else "optuna")
+        if self.immigrants and not self.ranked:
+            raise HlotuneError(f"immigrants are drawn by the {' and '.join(RANKED)} strategies only, "
+                               f"not by {self.strategy!r}")
         if self.ranking_model is not None and not self.ranked:
             if isinstance(self.strategy, Strategy):
                 raise HlotuneError("model ranks for a strategy named here: give your Strategy "

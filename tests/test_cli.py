@@ -328,7 +328,7 @@ def _stderr_on_a_terminal(*args: str) -> str:
 
 
 def test_progress_bars_show_on_a_terminal_unless_quiet():
-    place = ("opt", "place", "zoo:mlp@tiny", "--devices", "2", "--iterations", "1",
-             "--samples", "1")
-    assert "PPO zoo:mlp@tiny" in _stderr_on_a_terminal(*place)
-    assert _stderr_on_a_terminal(*place, "--quiet") == ""
+    evaluate = ("eval", "--model", "baseline:random", "--data", "builtin:layout/valid")
+    bar = _stderr_on_a_terminal(*evaluate)
+    assert bar.startswith("\reval:") and "/20 [" in bar and "graph/s]" in bar
+    assert _stderr_on_a_terminal(*evaluate, "--quiet") == ""

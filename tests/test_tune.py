@@ -97,11 +97,12 @@ def test_tune_stays_within_budget_and_a_rerun_measures_nothing_again(tmp_path):
 
 
 def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(tmp_path):
+    """The random search: the same draws after a restart, without the cost model's start-up."""
     path = tmp_path / "tuning.sqlite"
     script = (
         "from hlotune.tuning.tuner import tune\n"
         "from hlotune.compiler.measure import MeasureSettings\n"
-        f"tune({MLP!r}, budget=9, batch=2, db_path={str(path)!r}, "
+        f"tune({MLP!r}, strategy='random', budget=9, batch=2, db_path={str(path)!r}, "
         "settings=MeasureSettings(rounds=2, repeats=2), progress=False)\n"
     )
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.DEVNULL)
@@ -115,7 +116,7 @@ def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(t
     stored = _rows(path)
     assert stored >= 3
 
-    result = tune(MLP, budget=9, batch=2, db_path=path, settings=FAST, progress=False)
+    result = tune(MLP, strategy="random", budget=9, batch=2, db_path=path, settings=FAST, progress=False)
     assert result.resumed >= stored
     assert result.resumed + result.measurements == 9
     assert _rows(path) == stored + result.measurements

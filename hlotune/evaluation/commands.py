@@ -112,9 +112,10 @@ def _eval(args: argparse.Namespace) -> int:
     if args.protocol == "paper" and args.eval_indices is None:
         raise HlotuneError("--protocol paper needs --eval-indices (TpuGraphs eval_indices/*.json)")
     indices = load_eval_indices(args.eval_indices) if args.protocol == "paper" else None
+    scorer = load_scorer(args.model)  # before the data: a missing model or extra fails first
     graphs = progress_bar(Dataset(args.data), show=not args.quiet, desc="eval", unit="graph",
                           leave=False)
-    result = evaluate(graphs, load_scorer(args.model), eval_indices=indices,
+    result = evaluate(graphs, scorer, eval_indices=indices,
                       predictions=args.predictions)
     data = " ".join(args.data)
     print(json.dumps(result.to_json()) if args.json else format_evaluation(result, args.model, data))

@@ -70,8 +70,9 @@ def random_scores(sample: GraphSample) -> np.ndarray:
 
 def _gbdt(train: str | None, objective: str) -> Scorer:
     """Trained (or taken from the cache) at the first graph, whose collection picks the data."""
-    from hlotune.models.baselines.gbdt import GbdtBaseline
+    from hlotune.models.baselines.gbdt import GbdtBaseline, load_lightgbm
 
+    load_lightgbm()  # a missing extra fails now, not at the first graph
     data = Dataset(train) if train is not None else None  # a wrong DIR fails now, not mid-eval
     models: dict[str | None, GbdtBaseline] = {}
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hlotune.hlo import lowering
-from hlotune.hlo.text_parser import text_to_proto
+from hlotune.hlo.text_parser import text_to_proto, texts_to_protos
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
@@ -27,6 +27,17 @@ def from_jax(fn: Callable, *args, optimized: bool = False, name: str = "") -> Hl
 def from_text(text: str, *, optimized: bool = False) -> HloGraph:
     proto = text_to_proto(text)
     return graph_from_proto(lowering.optimize_proto(proto) if optimized else proto)
+
+
+def from_texts(texts: list[str]) -> list[HloGraph]:
+    """Many modules' graphs, parsed in one child process (one start-up, not one per text); the
+    first text XLA rejects raises its error."""
+    graphs = []
+    for proto in texts_to_protos(texts):
+        if isinstance(proto, HlotuneError):
+            raise proto
+        graphs.append(graph_from_proto(proto))
+    return graphs
 
 
 def from_proto(data: bytes, *, optimized: bool = False) -> HloGraph:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import argparse
 import shutil
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,9 +21,18 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.kernels.labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
 from hlotune.models.config import ModelConfig
-from hlotune.train.trainer import TrainSettings
 
-SETTINGS = TrainSettings(epochs=12, loss="mse", configs_per_batch=16, graphs_per_step=8)
+if TYPE_CHECKING:  # torch loads when training starts: a wrong option fails at once
+    from hlotune.train.trainer import TrainSettings
+
+EPOCHS = 12
+
+
+def train_settings(epochs: int = EPOCHS) -> TrainSettings:
+    """The recipe `pretrained:kernels` was trained with."""
+    from hlotune.train.trainer import TrainSettings
+
+    return TrainSettings(epochs=epochs, loss="mse", configs_per_batch=16, graphs_per_step=8)
 
 
 @dataclass(frozen=True)
@@ -59,7 +69,7 @@ def write_samples(programs: list[LabelledProgram], graphs: KernelGraphs, folder:
     return len(samples)
 
 
-def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: ModelConfig = ModelConfig(),
+def train_kernels(out: Path, settings: TrainSettings | None = None, model_config: ModelConfig = ModelConfig(),
                   spaces: tuple[str, ...] = ("flags",), progress: bool = True):
     """Train into `out` (`samples/` holds the kernel samples, kept for inspection; `run/` the
     training run; `model/` the program model)."""
@@ -67,6 +77,7 @@ def train_kernels(out: Path, settings: TrainSettings = SETTINGS, model_config: M
     from hlotune.models.gnn import GraphCostModel
     from hlotune.train.trainer import train
 
+    settings = settings or train_settings()
     graphs = KernelGraphs()
     train_programs = labelled_programs("train", spaces)
     if not train_programs:
@@ -91,9 +102,9 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="hlotune rebuild kernel-model",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path)
-    parser.add_argument("--epochs", type=int, default=SETTINGS.epochs)
+    parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--spaces", default="flags", help="comma-separated: flags, layout")
     args = parser.parse_args(argv)
-    model = train_kernels(args.out, replace(SETTINGS, epochs=args.epochs), spaces=tuple(args.spaces.split(",")))
+    model = train_kernels(args.out, train_settings(args.epochs), spaces=tuple(args.spaces.split(",")))
     print(f"model in {args.out / 'model'}; overhead {model.overhead.per_call_ns:.0f} ns per thunk call")
     return 0

@@ -1,27 +1,25 @@
-"""Learned cost models: a GraphSAGE network that ranks the compiler configs of an HLO graph."""
+"""Learned cost models: a GraphSAGE network that ranks the compiler configs of an HLO graph.
 
-from hlotune.models.config import ModelConfig
-from hlotune.models.gnn import GraphContext, GraphCostModel
-from hlotune.models.inputs import (
-    GraphInputs,
-    check_compatible,
-    config_inputs,
-    data_fields,
-    graph_inputs,
-)
-from hlotune.models.normalizer import FeatureStats, fit_feature_stats
-from hlotune.models.predict import predict_scores
+Heavy imports (torch) wait until first use, so that a submodule without them (config.py,
+files.py, the baselines) imports without torch.
+"""
 
-__all__ = [
-    "FeatureStats",
-    "GraphContext",
-    "GraphCostModel",
-    "GraphInputs",
-    "ModelConfig",
-    "check_compatible",
-    "config_inputs",
-    "data_fields",
-    "fit_feature_stats",
-    "graph_inputs",
-    "predict_scores",
-]
+from __future__ import annotations
+
+from hlotune.lazy import lazy_attributes
+
+_API = {
+    "FeatureStats": ("hlotune.models.normalizer", "FeatureStats"),
+    "GraphContext": ("hlotune.models.gnn", "GraphContext"),
+    "GraphCostModel": ("hlotune.models.gnn", "GraphCostModel"),
+    "GraphInputs": ("hlotune.models.inputs", "GraphInputs"),
+    "ModelConfig": ("hlotune.models.config", "ModelConfig"),
+    "check_compatible": ("hlotune.models.inputs", "check_compatible"),
+    "config_inputs": ("hlotune.models.inputs", "config_inputs"),
+    "data_fields": ("hlotune.models.inputs", "data_fields"),
+    "fit_feature_stats": ("hlotune.models.normalizer", "fit_feature_stats"),
+    "graph_inputs": ("hlotune.models.inputs", "graph_inputs"),
+    "predict_scores": ("hlotune.models.predict", "predict_scores"),
+}
+__all__ = sorted(_API)
+__getattr__ = lazy_attributes(__name__, _API)

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
-
-import safetensors.torch
-from torch import Tensor
+from typing import TYPE_CHECKING, Any
 
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
+
+if TYPE_CHECKING:  # torch loads with the tensors, so that the baselines' files need none
+    from torch import Tensor
 
 # The models shipped in models/pretrained/: one per collection, and `kernels`, the kernel
 # program model (kernels/program_model.py) that ranks flags configs from their compiled kernels.
@@ -78,10 +78,14 @@ def read_document(path: Path, format: str, version: int, what: str) -> dict[str,
 
 
 def save_tensors(tensors: dict[str, Tensor]) -> bytes:
+    import safetensors.torch
+
     return safetensors.torch.save({k: v.detach().cpu().contiguous() for k, v in tensors.items()})
 
 
 def load_tensors(path: Path) -> dict[str, Tensor]:
+    import safetensors.torch
+
     try:
         data = path.read_bytes()
     except FileNotFoundError:

@@ -44,16 +44,17 @@ class KernelCandidates:
 def rank_candidates(module: str, kernels: Sequence[Kernel], scorer: Scorer | None) -> list[KernelCandidates]:
     """Each tunable kernel of the default compile's `module` text with its candidates ranked by
     `scorer` (in PARTITION_CHOICES' order without one: measuring every candidate)."""
-    from hlotune.hlo.sources import from_text
+    from hlotune.hlo.sources import from_texts
 
     hlo = HloText.parse(module)
+    tunable = [kernel for kernel in kernels if kernel.kind not in UNTUNABLE_KINDS]
+    graphs = [None] * len(tunable)
+    if scorer is not None:
+        graphs = from_texts([hlo.module_of(k.computation, f"kernel_{k.fingerprint}") for k in tunable])
     ranked = []
-    for kernel in kernels:
-        if kernel.kind in UNTUNABLE_KINDS:
-            continue
+    for kernel, graph in zip(tunable, graphs):
         order = list(PARTITION_CHOICES)
-        if scorer is not None:
-            graph = from_text(hlo.module_of(kernel.computation, f"kernel_{kernel.fingerprint}"))
+        if graph is not None:
             scores = np.asarray(scorer(kernel_sample(graph, order, kernel.partitions, name=kernel.key)))
             order = [order[i] for i in np.argsort(scores, kind="stable")]
         ranked.append(KernelCandidates(kernel, tuple(order)))

@@ -175,40 +175,41 @@ def tune(
         program, caller = _export(call, db_path.parent / "programs")
     elif args or static_argnums is not None or static_argnames is not None:
         raise HlotuneError("example arguments and static ones go with a function, not with a program spec")
-    loaded = load_program(program)
-    fingerprint = program_fingerprint(loaded)
-    model = options.ranking_model
-    scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
-    layouts = LayoutSpace(loaded) if options.space != "flags" or scored else None
-    module = program_module(layouts) if options.space in KERNEL_SPACES else None
-    search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change,
-                               kernels=None if module is None else kernels_of(module),
-                               fusion=fusion_choices(module) if options.space == "fusion" else None)
-    if options.kernelwise:
-        prior = cost_model = None
-        search = _kernelwise(options, search_space, module)
-    else:
-        prior = _prior(options, layouts, module, Screening(program, db_path, fingerprint, options.settings))
-        cost_model = OnlineCostModel(prior, optimism=options.optimism) if options.learns_online else prior
-        search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
-    extra = [UpdateCostModel(1)] if options.learns_online else []
-    if prior is not None and options.fine_tune_every:
-        extra.append(UpdateCostModel(options.fine_tune_every, prior))
-    extra += [ProgressBar(options.budget)] if progress else []
-    with open_runner(runner) as measurer, TuningDatabase(db_path, machine=measurer.machine) as db:
-        if options.warm_start and not isinstance(options.strategy, Strategy):
-            search = _warm_started(search, search_space, db.winners(fingerprint)[:options.warm_start])
-        if options.space == "all" and options.kernel_stages and not isinstance(options.strategy, Strategy):
-            search = kernel_stages(search, options, layouts, started, show=progress)
-        tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
-                      callbacks=[*extra, *callbacks], settings=options.settings,
-                      fingerprint=fingerprint)
-        deadline = None if options.time_s is None else started + options.time_s
-        try:
-            decision = tuner.run(options.budget, deadline, options.batch)
-        finally:
-            if isinstance(prior, KernelScreen):
-                prior.close()
+    with open_runner(runner) as measurer:  # first: a runner that cannot start fails before any work
+        loaded = load_program(program)
+        fingerprint = program_fingerprint(loaded)
+        model = options.ranking_model
+        scored = model is not None and not _is_transfer(model)  # scorers read the program's graph
+        layouts = LayoutSpace(loaded) if options.space != "flags" or scored else None
+        module = program_module(layouts) if options.space in KERNEL_SPACES else None
+        search_space = SearchSpace(options.space, layouts, allow_numerics_change=options.allow_numerics_change,
+                                   kernels=None if module is None else kernels_of(module),
+                                   fusion=fusion_choices(module) if options.space == "fusion" else None)
+        if options.kernelwise:
+            prior = cost_model = None
+            search = _kernelwise(options, search_space, module)
+        else:
+            prior = _prior(options, layouts, module, Screening(program, db_path, fingerprint, options.settings))
+            cost_model = OnlineCostModel(prior, optimism=options.optimism) if options.learns_online else prior
+            search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
+        extra = [UpdateCostModel(1)] if options.learns_online else []
+        if prior is not None and options.fine_tune_every:
+            extra.append(UpdateCostModel(options.fine_tune_every, prior))
+        extra += [ProgressBar(options.budget)] if progress else []
+        with TuningDatabase(db_path, machine=measurer.machine) as db:
+            if options.warm_start and not isinstance(options.strategy, Strategy):
+                search = _warm_started(search, search_space, db.winners(fingerprint)[:options.warm_start])
+            if options.space == "all" and options.kernel_stages and not isinstance(options.strategy, Strategy):
+                search = kernel_stages(search, options, layouts, started, show=progress)
+            tuner = Tuner(loaded, search_space, search, measurer, db, cost_model=cost_model,
+                          callbacks=[*extra, *callbacks], settings=options.settings,
+                          fingerprint=fingerprint)
+            deadline = None if options.time_s is None else started + options.time_s
+            try:
+                decision = tuner.run(options.budget, deadline, options.batch)
+            finally:
+                if isinstance(prior, KernelScreen):
+                    prior.close()
     screened = (prior.compiled, prior.compile_s) if isinstance(prior, KernelScreen) else (0, 0.0)
     return replace(tuner.result(decision, seconds=time.monotonic() - started), screened=screened[0],
                    screen_s=screened[1], _caller=caller)

@@ -33,7 +33,8 @@ def predict_scores(
     Raises HlotuneError if the sample does not fit the model (collection, widths).
     """
     was_training = model.training
-    model.eval()
+    if was_training:  # switching walks every submodule: 10% of scoring a small graph
+        model.eval()
     try:
         device = model.device
         context = model.encode_graph(graph_inputs(sample, model.config, device))
@@ -59,7 +60,8 @@ def predict_scores(
                  for _ in range(config.test_permutations)]
         return np.mean(draws, axis=0).astype(np.float32)
     finally:
-        model.train(was_training)
+        if was_training:
+            model.train()
 
 
 def _compares_configs(config: ModelConfig) -> bool:

@@ -318,6 +318,22 @@ def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
         CollectSettings(space="layout", search="sideways")
 
 
+def test_long_runs_take_fewer_rounds_down_to_the_minimum_and_short_ones_every_round():
+    from hlotune.compiler.measure import MIN_ROUNDS, _rounds
+
+    settings = MeasureSettings()  # 10 rounds of 3 repeats, 2 s of timed runs an executable
+    assert _rounds(settings, 5e6) == _rounds(settings, 66e6) == 10  # 30 samples of 66 ms: 2 s
+    assert _rounds(settings, 100e6) == 7 and _rounds(settings, 200e6) == 4  # 2.1 s and 2.4 s
+    assert _rounds(settings, 10e9) == MIN_ROUNDS == 3
+    assert _rounds(MeasureSettings(rounds=2), 10e9) == 2  # never more rounds than asked
+    assert _rounds(MeasureSettings(timed_s=None), 10e9) == 10
+    with pytest.raises(HlotuneError, match="timed_s must be positive"):
+        MeasureSettings(timed_s=0)
+    # in a batch: the default's warm-up call sizes it, for every executable alike
+    batch = measure("zoo:mlp@tiny", [DEFAULT_CONFIG], MeasureSettings(repeats=2, timed_s=1e-9))
+    assert {len(m.samples_ns) for m in batch.measurements + batch.defaults} == {2 * MIN_ROUNDS}
+
+
 def test_a_noise_target_takes_rounds_until_medians_are_certain_and_short_runs_loop():
     fine = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
     loose = measure("zoo:mlp@tiny", [fine], MeasureSettings(rounds=2, repeats=3, noise_target=0.5))

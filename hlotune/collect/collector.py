@@ -62,10 +62,12 @@ class CollectSettings:
             raise HlotuneError("--configs, --samples, --batch and --repeats must be at least 1")
 
     def measure_settings(self) -> MeasureSettings:
-        """Every config timed in full (no early stop): its samples are its label."""
+        """Every config timed in full (no early stop, no fewer rounds for long runs): its
+        samples are its label."""
         return MeasureSettings(
             rounds=math.ceil(self.samples / self.repeats), repeats=self.repeats,
             rtol=self.rtol, seed=self.seed, noise_target=self.noise_target, early_stop=False,
+            timed_s=None,
         )
 
 

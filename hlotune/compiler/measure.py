@@ -18,6 +18,13 @@ Two guards against timer noise: where one call of the default is shorter than
 warm-up call); and with a `noise_target`, rounds go on until every config's median is known
 that precisely (its 95% confidence interval) or a cap is reached.
 
+Long runs take fewer rounds (`timed_s`): on a program of 100 ms or more a run, 30 samples of
+each executable cost 3 s or more each, while what a batch decides from is set by each
+executable's own luck (the noise floor, the spread of the default's replicas), which more
+samples of the same executable do not shrink. A batch keeps one executable's timed runs within
+about `timed_s` seconds, and at least MIN_ROUNDS rounds; programs under about 70 ms a run keep
+every round.
+
 With `early_stop` (a racing method's sequential test, as Kernel Tuner's early termination), a
 config is timed no more once it is slower than the default beyond doubt: from round
 EARLY_STOP_ROUNDS, when the low end of its median's 95% interval exceeds EARLY_STOP_RATIO times
@@ -57,6 +64,9 @@ OK, FAILED, WRONG_OUTPUT = "ok", "failed", "wrong_output"
 # its median still teaches a search's cost model where the near misses are.
 EARLY_STOP_ROUNDS = 3
 EARLY_STOP_RATIO = 1.10
+# The fewest rounds a long-running program's batch takes under `MeasureSettings.timed_s`: 9
+# samples of each executable at the default 3 repeats, and the rounds early stopping waits for.
+MIN_ROUNDS = EARLY_STOP_ROUNDS
 _FATAL = re.compile(r"^F\d{4} |.*Check failed")  # XLA's fatal log lines
 
 
@@ -80,6 +90,9 @@ class MeasureSettings:
     profile_rounds: int = 3
     # Stop timing a config once it is slower than the default beyond doubt (module docstring).
     early_stop: bool = True
+    # Fewer rounds for long runs: a batch takes only the rounds that keep one executable's timed
+    # runs within about this many seconds, never fewer than MIN_ROUNDS (None: always `rounds`).
+    timed_s: float | None = 2.0
 
     def __post_init__(self) -> None:
         for name in ("rounds", "repeats", "default_replicas"):
@@ -90,6 +103,8 @@ class MeasureSettings:
                                f"got {self.profile_runs} and {self.profile_rounds}")
         if self.noise_target is not None and not self.noise_target > 0:
             raise HlotuneError(f"noise_target must be positive, got {self.noise_target}")
+        if self.timed_s is not None and not self.timed_s > 0:
+            raise HlotuneError(f"timed_s must be positive, got {self.timed_s}")
         if self.rtol is not None and not self.rtol > 0:
             raise HlotuneError(f"rtol (the output tolerance) must be positive, got {self.rtol}")
 
@@ -236,7 +251,8 @@ class Measurer:
         loop = max(1, math.ceil(settings.min_sample_s * 1e9 / max(results["d0"].call_ns, 1)))
         deadline = time.monotonic() + settings.time_cap_s
         round_index = rounds_done
-        while round_index < settings.rounds or (
+        rounds = _rounds(settings, loop * results["d0"].call_ns)
+        while round_index < rounds or (
             _noisy(results, settings) and round_index < settings.max_rounds and time.monotonic() < deadline
         ):
             if settings.early_stop and round_index >= EARLY_STOP_ROUNDS:
@@ -275,6 +291,15 @@ class Measurer:
         else:
             self._session.clear()
         return self._session
+
+
+def _rounds(settings: MeasureSettings, sample_ns: float) -> int:
+    """The batch's rounds: `settings.rounds`, or fewer where a sample takes `sample_ns` so long
+    that they would time one executable for more than `settings.timed_s`."""
+    if settings.timed_s is None or sample_ns <= 0:
+        return settings.rounds
+    affordable = math.ceil(settings.timed_s * 1e9 / (settings.repeats * sample_ns))
+    return min(settings.rounds, max(MIN_ROUNDS, affordable))
 
 
 def _noisy(results: dict[str, Measurement], settings: MeasureSettings) -> bool:

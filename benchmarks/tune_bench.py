@@ -49,7 +49,7 @@ luck.
     python benchmarks/tune_bench.py --live zoo:vit@tiny --budget 32 --time 20 --out time.json   # equal wall time
     python benchmarks/tune_bench.py --live zoo:vit@small --space all --budget 32 \
         --strategies guided+online guided+online-unstaged --out all.json    # what the kernel stages add
-    python benchmarks/tune_bench.py --report docs/img/tune_bench.json     # re-print and plot
+    python benchmarks/tune_bench.py --report docs/img/tune_bench.json --plot docs/img/tune_bench.png
     python benchmarks/tune_bench.py --report live.json live-2.json        # several runs together
 
 A live run resumes run by run: each (program, space, strategy, seed, budget) is saved to --out
@@ -173,7 +173,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--verify-dropped", action="store_true",
                         help="measure each leader a final check dropped (in --out) once more beside the default")
     parser.add_argument("--out", type=Path, default=Path("docs/img/tune_bench.json"))
-    parser.add_argument("--plot", type=Path, default=Path("docs/img/tune_bench.png"))
+    parser.add_argument("--plot", type=Path,
+                        help="the figure (default: --out's name with .png; with --report, none)")
     parser.add_argument("--report", type=Path, nargs="+", metavar="JSON",
                         help="re-print and plot saved runs, measuring nothing; a program's runs in "
                         "several files are read against the best of their oracles")
@@ -200,7 +201,9 @@ def main(argv: list[str] | None = None) -> None:
             harness.write_rows(args.out, rows)  # an interrupted run keeps what it finished
     rows = common_oracles(rows)
     print(markdown(rows) + live_report(rows))
-    plot(rows, args.plot)
+    figure = args.plot or (None if args.report else args.out.with_suffix(".png"))
+    if figure:
+        plot(rows, figure)
 
 
 

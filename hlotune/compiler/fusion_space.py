@@ -5,7 +5,7 @@ merge it into its consumers where that is a valid fusion, or split it at one of 
 instructions (fusion_rewrite.py). Library fusions (YNNPACK, oneDNN) are XLA's calls into a
 library: neither split nor merged.
 
-`module_seconds` prices a module as the roofline prices a kernel (models/baselines/analytical.py):
+`module_seconds` prices a module as the roofline prices a kernel (hlo/costs.core_seconds):
 each kernel's slower of compute and memory traffic on one core, plus a launch overhead. A split
 pays for writing and reading its intermediate and one more launch; a merge saves them and may
 repeat its producer's work per consumer. It is what ranks fusion candidates before any is
@@ -20,9 +20,8 @@ import re
 from hlotune.compiler.fusion_rewrite import FUSIBLE_CONSUMERS, Module, split_points
 from hlotune.compiler.kernel_config import MERGE, SPLIT
 from hlotune.compiler.kernels import kernels_of
+from hlotune.hlo.costs import LAUNCH_S, core_seconds
 
-CORE_FLOPS = CORE_BANDWIDTH = 1e11  # the analytical tile baseline's, chosen on its train split
-LAUNCH_S = 3e-6  # a kernel's dispatch, as the tile baseline's per-partition overhead
 
 
 def fusion_choices(text: str) -> dict[str, tuple[str, ...]]:
@@ -59,7 +58,7 @@ def module_seconds(text: str) -> float:
             moved = sum(_bytes(body[o].shape) for o in instruction.operands if o in body)
             moved += _bytes(instruction.shape)
             flops = _flops(module, instruction.calls) if instruction.opcode == "fusion" else 0.0
-            seconds += max(flops / CORE_FLOPS, moved / CORE_BANDWIDTH) + LAUNCH_S
+            seconds += core_seconds(flops, moved) + LAUNCH_S
     return seconds
 
 

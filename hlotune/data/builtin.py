@@ -114,8 +114,6 @@ def resolve(spec: str | Path) -> Path:
     return folder
 
 
-
-
 def __getattr__(name: str) -> Path:
     """`ROOT`: the unpacked tree, found (and unpacked) on first use rather than at import."""
     if name == "ROOT":

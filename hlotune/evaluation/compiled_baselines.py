@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlotune.compiler.fusion_space import CORE_BANDWIDTH, CORE_FLOPS, LAUNCH_S
 from hlotune.data.sample import GraphSample
+from hlotune.hlo.costs import LAUNCH_S, core_seconds
 from hlotune.kernels.labels import KernelGraphs
 from hlotune.kernels.program_model import CompiledConfig
 from hlotune.models.baselines.features import feature_matrix, flag_names_of
@@ -30,7 +30,7 @@ def compiled_summary(compiled: list[CompiledConfig], graphs: KernelGraphs) -> np
         for thunk in config.thunks:
             thunk_flops, thunk_bytes = graphs.roofline(thunk.fingerprint) if graphs.has(thunk.fingerprint) else (0, 0)
             flops, nbytes = flops + thunk_flops * thunk.calls, nbytes + thunk_bytes * thunk.calls
-            seconds += (max(thunk_flops / CORE_FLOPS, thunk_bytes / CORE_BANDWIDTH) + LAUNCH_S) * thunk.calls
+            seconds += (core_seconds(thunk_flops, thunk_bytes) + LAUNCH_S) * thunk.calls
             if thunk.kind in kinds:
                 kinds[thunk.kind] += 1
         fused = sum(kinds.values())

@@ -168,6 +168,19 @@ def top_level_nodes(graph: HloGraph) -> np.ndarray:
                            for k, comp in enumerate(graph.computations) if comp.id not in called])
 
 
+# One x86 core (AVX2 FMA at 3 GHz; cache-resident operands, as most kernels' are) and one task's
+# dispatch on the thread pool (a kernel's launch, a partition's): orders of magnitude, the
+# bandwidth and overhead picked among 1e10-1e11 B/s and 1-3 us on builtin:tile/train only.
+CORE_FLOPS = 1e11
+CORE_BANDWIDTH = 1e11
+LAUNCH_S = 3e-6
+
+
+def core_seconds(flops: float, nbytes: float) -> float:
+    """A kernel's busy seconds on one core: the slower of its compute and its memory traffic."""
+    return max(flops / CORE_FLOPS, nbytes / CORE_BANDWIDTH)
+
+
 def roofline(graph: HloGraph) -> tuple[float, float]:
     """The module's flops and bytes (operands read, outputs written) over its top-level ops."""
     costs, nodes = HloCosts(graph), top_level_nodes(graph)

@@ -31,17 +31,11 @@ import numpy as np
 from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs, TileConfigs
 from hlotune.data.schema import DISABLE_PASSES, flag_column
 from hlotune.errors import HlotuneError
+from hlotune.hlo.costs import LAUNCH_S, core_seconds
 from hlotune.models.baselines.layout_changes import transpose_costs
 
 TILE_PRODUCTS = (7, 15, 23)  # config_feat: product of the kernel, output and input bounds
 PARTITIONS = 6  # config_feat of an XLA:CPU kernel: the product of its partitions
-
-# Roofline constants of one x86 core (AVX2 FMA at 3 GHz; cache-resident operands, as most
-# kernels' are) and the cost of one partition's task on the thread pool: orders of magnitude,
-# the bandwidth and overhead picked among 1e10-1e11 B/s and 1-3 us on builtin:tile/train only.
-CORE_FLOPS = 1e11
-CORE_BANDWIDTH = 1e11
-PARTITION_OVERHEAD_S = 3e-6
 
 # (column, value, penalty): a config whose column holds value pays the penalty.
 FLAG_PENALTIES = (
@@ -70,10 +64,9 @@ def _partitioned_seconds(configs: TileConfigs) -> np.ndarray:
     """Each config's roofline seconds: the kernel's busy time over the threads its partitions
     can use (this machine's cores), plus an overhead per partition."""
     flops, nbytes = (float(v) for v in configs.kernel_roofline)
-    busy = max(flops / CORE_FLOPS, nbytes / CORE_BANDWIDTH)
     partitions = np.maximum(configs.config_feat[:, PARTITIONS], 1.0)
     threads = np.minimum(partitions, os.cpu_count() or 1)
-    return busy / threads + partitions * PARTITION_OVERHEAD_S
+    return core_seconds(flops, nbytes) / threads + partitions * LAUNCH_S
 
 
 def _flag_penalties(configs: FlagConfigArrays) -> np.ndarray:

@@ -275,6 +275,22 @@ def test_the_analytical_prior_adds_a_learnt_multiple_of_the_rule():
         model(graph, configs)
 
 
+def test_the_neighbour_sum_is_pygs_sum_aggregation_over_config_batches():
+    """sage.py sums messages with index_add rather than PyG (to skip PyG's import when
+    scoring): the same sums, each config's over the shared edges, into receivers beyond the
+    senders' rows too (a pruned subgraph's outside messages)."""
+    from torch_geometric.utils import scatter
+
+    from hlotune.models.sage import NeighbourSum
+
+    x = torch.randn(3, 7, 5)  # 3 configs, 7 sending nodes
+    edges = torch.tensor([[0, 1, 1, 6, 2, 2], [1, 0, 4, 4, 4, 8]])  # receiver 8: past the senders
+    summed = NeighbourSum()(x, edges, num_nodes=9)
+    expected = scatter(x[:, edges[0]], edges[1], dim=-2, dim_size=9, reduce="sum")
+    torch.testing.assert_close(summed, expected)
+    assert summed[:, [3, 5, 6, 7]].abs().sum() == 0  # no messages in: zero
+
+
 def test_drop_edge_drops_edges_in_training_only():
     sample = layout_sample()
     model = make_model(sample, drop_edge=0.5)

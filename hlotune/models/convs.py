@@ -23,7 +23,6 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
-from torch_geometric.nn import GATv2Conv, GINConv, GPSConv
 
 from hlotune.models.sage import BidirectionalSAGEConv
 
@@ -49,6 +48,8 @@ class GPSLayer(nn.Module):
     """GraphGPS: local bidirectional SAGE messages plus attention across each copy's nodes."""
 
     def __init__(self, dim: int, heads: int) -> None:
+        from torch_geometric.nn import GPSConv
+
         super().__init__()
         self.gps = GPSConv(dim, BidirectionalSAGEConv(dim), heads=heads)
 
@@ -68,11 +69,14 @@ def disjoint_copies(x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor, Tens
 
 
 def make_conv(kind: str, dim: int, heads: int) -> nn.Module:
-    """A layer of kind `sage`, `gat`, `gin` or `gps` (ModelConfig has checked the name)."""
+    """A layer of kind `sage`, `gat`, `gin` or `gps` (ModelConfig has checked the name). PyG
+    is imported for the last three only (sage.py says why)."""
     if kind == "sage":
         return BidirectionalSAGEConv(dim)
     if kind == "gps":
         return GPSLayer(dim, heads)
+    from torch_geometric.nn import GATv2Conv, GINConv
+
     if kind == "gat":
         return DirectedPair(dim, lambda: GATv2Conv(dim, dim // heads, heads, add_self_loops=False))
     return DirectedPair(dim, lambda: GINConv(_mlp(dim), train_eps=True))

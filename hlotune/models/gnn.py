@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
-from torch_geometric.utils import dropout_edge
 
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
@@ -224,6 +223,8 @@ class GraphCostModel(nn.Module):
         removed, so the model cannot lean on any one path (a regulariser for few graphs)."""
         if not (self.training and self.config.drop_edge):
             return edge_index
+        from torch_geometric.utils import dropout_edge
+
         return dropout_edge(edge_index, p=self.config.drop_edge, force_undirected=False)[0]
 
     def _encode_nodes(self, graph: GraphInputs) -> Tensor:

@@ -1,4 +1,4 @@
-"""GraphSAGE over both edge directions, as in the XTAT/TpuGraphs baseline, on PyG's MessagePassing.
+"""GraphSAGE over both edge directions, as in the XTAT/TpuGraphs baseline.
 
     e_i <- l2norm(f3(concat(e_i, sum_{j operand of i} f2_in(e_j), sum_{j user of i} f2_out(e_j))))
 
@@ -10,6 +10,11 @@ Node tensors may carry leading batch dimensions, `(..., n, dim)` (PyG's `node_di
 configs of one graph share its edges, so they are propagated together without copying the
 edge list. Sums of messages can be split and added back, which is what lets a pruned subgraph
 take the messages of its dropped surroundings precomputed (`outside`, see `prune.py`).
+
+The sum is one `index_add` rather than PyG's MessagePassing with `aggr="sum"`, which computes
+the same: importing PyG costs about 3.4 s a process (it loads torch's compiler stack), and
+every `hlotune tune` that ranks by the shipped models would pay it for this one sum. PyG
+stays the home of the other layers (`convs.py`) and of training's DropEdge.
 """
 
 from __future__ import annotations
@@ -17,18 +22,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
-from torch_geometric.nn import MessagePassing
 
 
-class NeighbourSum(MessagePassing):
+class NeighbourSum(nn.Module):
     """Sum over senders of their rows of `x`, at each receiver; no weights of its own."""
-
-    def __init__(self) -> None:
-        super().__init__(aggr="sum", node_dim=-2)
 
     def forward(self, x: Tensor, edge_index: Tensor, num_nodes: int) -> Tensor:
         """`(..., num_nodes, dim)`; `edge_index` row 0 sends, row 1 receives."""
-        return self.propagate(edge_index, x=x, size=(x.shape[-2], num_nodes))
+        senders, receivers = edge_index
+        summed = x.new_zeros((*x.shape[:-2], num_nodes, x.shape[-1]))
+        return summed.index_add(-2, receivers, x.index_select(-2, senders))
 
 
 class BidirectionalSAGEConv(nn.Module):

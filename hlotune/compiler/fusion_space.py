@@ -23,7 +23,6 @@ from hlotune.compiler.kernels import kernels_of
 from hlotune.hlo.costs import LAUNCH_S, core_seconds
 
 
-
 def fusion_choices(text: str) -> dict[str, tuple[str, ...]]:
     """Kernel key -> its non-default fusion decisions, for each kernel that has some."""
     module = Module(text)

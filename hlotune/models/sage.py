@@ -12,7 +12,7 @@ edge list. Sums of messages can be split and added back, which is what lets a pr
 take the messages of its dropped surroundings precomputed (`outside`, see `prune.py`).
 
 The sum is one `index_add` rather than PyG's MessagePassing with `aggr="sum"`, which computes
-the same: importing PyG costs about 3.4 s a process (it loads torch's compiler stack), and
+the same: importing PyG costs about 3 s a process (it loads torch's compiler stack), and
 every `hlotune tune` that ranks by the shipped models would pay it for this one sum. PyG
 stays the home of the other layers (`convs.py`) and of training's DropEdge.
 """

@@ -696,13 +696,16 @@ def costs(rows: list[dict]) -> str:
 
 def plot(rows: list[dict], path: Path) -> None:
     """Median share of the oracle's gain over programs after each config, per strategy: the line
-    is the median over seeds, the band their range."""
+    is the median over seeds, the band their range. Each strategy is drawn from its runs at
+    its largest budget: files that mix budgets would otherwise cut every curve at the shortest."""
     spaces = sorted({r["space"] for r in rows})
     fig, axes = harness.subplots(1, len(spaces), figsize=(6 * len(spaces), 4), squeeze=False)
     for ax, space in zip(axes[0], spaces):
         mine = [r for r in rows if r["space"] == space]
         for strategy in _strategies(mine):
             runs = [r for r in mine if r["strategy"] == strategy]
+            widest = max(_budget(r) for r in runs)
+            runs = [r for r in runs if _budget(r) == widest]
             length = min(len(r["history"]) for r in runs)
             seeds = sorted({r["seed"] for r in runs})
             curves = np.array([np.median([_share(r, length) for r in runs if r["seed"] == s], axis=0) for s in seeds])

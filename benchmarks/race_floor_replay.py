@@ -55,6 +55,7 @@ def replayed(run: dict, db_dirs: list[Path]) -> dict | None:
     with sqlite3.connect(database) as connection:
         decision = connection.execute("SELECT noise_floor, rounds, confirmed_speedup, chosen = candidate "
                                       "FROM decisions").fetchone()
+        # a batch's configs all carry its floor: one distinct value per search batch
         floors = [row[0] for row in connection.execute(
             "SELECT DISTINCT noise_floor FROM measurements WHERE noise_floor IS NOT NULL")]
     if decision is None or decision[1] != 1 or decision[2] is None or decision[0] is None:
@@ -75,8 +76,9 @@ def summary(races: list[dict]) -> str:
         mine = [race for race in races if race["strategy"] == strategy]
         dropped = [r["verified"] for r in mine if r["kept"] and not r["would_keep"] and r["verified"]]
         kept = [r for r in mine if r["would_keep"] and not r["kept"]]
-        lines.append(f"{strategy}: {len(mine)} one-round races; {len(dropped)} kept configs dropped ({sum(v < 0.99 for v in dropped)} verified "
-                     f"below 0.99x, {sum(v > 1.02 for v in dropped)} above 1.02x); {len(kept)} dropped leaders kept")
+        slower, faster = sum(v < 0.99 for v in dropped), sum(v > 1.02 for v in dropped)
+        lines.append(f"{strategy}: {len(mine)} one-round races; {len(dropped)} kept configs dropped ({slower} "
+                     f"verified below 0.99x, {faster} above 1.02x); {len(kept)} dropped leaders kept")
     return "\n".join(lines)
 
 

@@ -143,6 +143,7 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
 }
 V4 = ("random", "optuna", DEFAULT, "guided+online", "optuna+portfolio")
 LUCK_FLOOR = 1.05  # dropped leaders found below this (geomean) have no luck share shown
+HINDSIGHT = "best of all, in hindsight"  # per program and seed, the strategy that kept the most
 REFERENCES = (DEFAULT, "guided+online")  # the default a report pairs with: v4's, else v2-3's
 
 
@@ -162,8 +163,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="configs per live run; several: a run at each")
     parser.add_argument("--time", type=float, metavar="T",
                         help="live: also stop each run's search after T seconds (equal wall time)")
-    parser.add_argument("--strategies", nargs="+", choices=list(LIVE), default=list(V4),
-                        help="the strategies run live (default: version 4's)")
+    parser.add_argument("--strategies", nargs="+", choices=list(LIVE),
+                        help="the strategies run live (default: version 4's); with --report, those reported "
+                        "(default: every one in the files)")
     parser.add_argument("--own-db", dest="own_db", action="store_true", default=True,
                         help="live: a database per run, none reading another's measurements or compiles (the default)")
     parser.add_argument("--shared-db", dest="own_db", action="store_false",
@@ -186,7 +188,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     if args.report:
-        rows = [r for path in args.report for r in harness.read_rows(path)]
+        rows = [r for path in args.report for r in harness.read_rows(path)
+                if args.strategies is None or r["strategy"] in args.strategies]
     elif args.live or args.verify_dropped:
         log = _finished(args.out)
         if args.live:
@@ -298,7 +301,7 @@ def live(args: argparse.Namespace, log: harness.RowLog) -> None:
     """Each program's runs not in `log` (seed by seed, then budget, then strategy), each saved
     to --out as it finishes, then the program's oracle check where a run lacks one."""
     done = {_key(r) for r in log.rows}
-    strategies = runnable(args.strategies, args.root)
+    strategies = runnable(args.strategies or list(V4), args.root)
     seeds = range(args.first_seed, args.first_seed + args.seeds)
     for program in named_programs(args.live):
         for seed in seeds:
@@ -531,8 +534,8 @@ def live_report(rows: list[dict]) -> str:
     winner's curse and the costs."""
     live = [r for r in rows if "verified" in r]
     groups = sorted({(r["space"], _budget(r)) for r in live})
-    return "".join(f"\n\n## live, {space}, budget {budget}\n" + summary(mine) + pairs(mine) + curse(mine)
-                   + dropped_leaders(mine) + costs(mine)
+    return "".join(f"\n\n## live, {space}, budget {budget}\n" + summary(mine) + pairs(mine) + hindsight(mine)
+                   + curse(mine) + dropped_leaders(mine) + costs(mine)
                    for space, budget in groups
                    for mine in [[r for r in live if (r["space"], _budget(r)) == (space, budget)]])
 
@@ -629,6 +632,28 @@ def paired_ratio(runs: list[dict], strategy: str, reference: str, speedup: Calla
     resampled = np.random.default_rng(BOOTSTRAP_SEED).choice(means, (resamples, len(means))).mean(axis=1)
     low, high = np.exp(np.percentile(resampled, [5, 95]))
     return len(means), (float(np.exp(means.mean())), float(low), float(high))
+
+
+def hindsight(runs: list[dict]) -> str:
+    """How far each strategy keeps from the best of all strategies' kept speedups on the same
+    program and seed, picked after the fact: the lead that choosing the luckiest engine on
+    every run would show (paired_ratio), beside which a goal of one engine's lead is read."""
+    names = _strategies(runs)
+    best: dict[tuple, dict] = {}
+    for r in runs:
+        key = (r["program"], r["seed"])
+        if len({s["strategy"] for s in runs if (s["program"], s["seed"]) == key}) == len(names) > 1:
+            if key not in best or _kept(r) > _kept(best[key]):
+                best[key] = r
+    if not best:
+        return ""
+    picked = [r | {"strategy": HINDSIGHT} for r in best.values()]
+    cells = []
+    for name in names:
+        programs, ratio = paired_ratio(runs + picked, HINDSIGHT, name, _kept)
+        cells.append([HINDSIGHT, name, str(programs), _interval(ratio)])
+    header = ["strategy", "over", "programs", "kept ratio, geomean [90% interval]"]
+    return "\n\n" + harness.markdown(header, cells)
 
 
 def _interval(ratio: tuple[float, float, float] | None) -> str:

@@ -94,6 +94,15 @@ def test_live_report_tables(rows):
     assert "| default | 1 | 1.103x | 1.050x | 1 | 0 | 0.50 |" in text  # half its found log gain was luck
 
 
+def test_hindsight_pairs_each_strategy_with_the_best_kept_per_run(rows):
+    """Per program and seed, the larger kept of default and random: over the default a gains 0,
+    b 0 and c (0 + L) / 2; over random a (2L + 0) / 2, b 0 and c 0."""
+    text = bench.hindsight(rows)
+    for over, log_ratio in (("default", L / 6), ("random", L / 3)):
+        assert f"| {bench.HINDSIGHT} | {over} | 3 | {math.exp(log_ratio):.3f} [" in text
+    assert bench.hindsight([r for r in rows if r["strategy"] == "default"]) == ""  # nothing to pick from
+
+
 class CutOff(Exception):
     """The benchmark killed in the middle of a run."""
 

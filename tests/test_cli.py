@@ -283,15 +283,19 @@ def test_rebuild_hands_every_argument_to_the_tool_with_the_cli_exit_codes(tmp_pa
 
 
 def test_rebuild_portfolio_runs_the_portfolio_tool(cli):
-    """hlotune.tuning.portfolio is written beside this command: tested once it exists."""
-    pytest.importorskip("hlotune.tuning.portfolio")
     result = cli("rebuild", "portfolio", "--help")
-    assert result.returncode == 0 and "build" in result.stdout
+    assert result.returncode == 0 and result.stdout.startswith("usage: hlotune rebuild portfolio")
+    assert "--source" in result.stdout
+    old = cli("rebuild", "portfolio", "build", "--no-such-option")  # the old spelling's word
+    note, *error = old.stderr.strip().splitlines()
+    assert note == moved_note("hlotune rebuild portfolio build", "hlotune rebuild portfolio")
+    assert old.returncode == 2 and error[0].startswith("usage: hlotune rebuild portfolio")
 
 
 @pytest.mark.parametrize("module, tool", [("hlotune.collect.builtin", "dataset"),
                                           ("hlotune.collect.kernel_labels", "kernel-labels"),
-                                          ("hlotune.train.kernels", "kernel-model")])
+                                          ("hlotune.train.kernels", "kernel-model"),
+                                          ("hlotune.tuning.portfolio", "portfolio")])
 def test_the_old_python_m_spellings_note_the_new_one_and_run_it(module, tool):
     result = subprocess.run([sys.executable, "-m", module, "--no-such-option"],
                             capture_output=True, text=True)

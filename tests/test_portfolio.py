@@ -19,6 +19,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.portfolio import (
+    REBUILD,
     SHIPPED,
     SOURCE,
     Gains,
@@ -67,7 +68,7 @@ def test_a_held_out_family_is_scored_by_a_portfolio_fitted_without_it_on_synthet
 def test_the_shipped_portfolio_decodes_into_a_zoo_programs_flags_space():
     portfolio = load_portfolio()
     provenance = portfolio.provenance
-    assert provenance["source"] == SOURCE and provenance["rebuild"].startswith("python -m hlotune.tuning.portfolio")
+    assert provenance["source"] == SOURCE and provenance["rebuild"].startswith(REBUILD)
     assert (len(portfolio.configs), len(portfolio.preserving)) == (provenance["k"]["configs"],
                                                                    provenance["k"]["numerics_preserving"])
     assert all(len(evaluation["greedy"]) == 8 for evaluation in provenance["leave_one_family_out"].values())

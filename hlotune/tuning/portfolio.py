@@ -14,8 +14,8 @@ which flatters. The first one or two keep less than random ones on the median pr
 and 0.14 against 0.09 and 0.17): what the greedy choice raises is the mean log speedup, not
 the median share.
 
-`python -m hlotune.tuning.portfolio build` rebuilds the shipped file (portfolios/flags.json)
-from builtin:flags/train and prints that evaluation; `first_generation="portfolio"` asks its
+`hlotune rebuild portfolio` rebuilds the shipped file (portfolios/flags.json) from
+builtin:flags/train and prints that evaluation; `first_generation="portfolio"` asks its
 configs first (strategies.py).
 """
 
@@ -37,13 +37,14 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import resolve
 from hlotune.errors import HlotuneError
+from hlotune.spellings import moved, python_m
 from hlotune.tuning.transfer import collection_examples
 
 SOURCE = "builtin:flags/train"
 SHIPPED = Path(__file__).resolve().parent / "portfolios" / "flags.json"
 SIZE = 8  # configs in the shipped portfolio: one first generation of the evolutionary search
 DRAWS = 200  # random portfolios the greedy one is compared with
-REBUILD = "python -m hlotune.tuning.portfolio build"
+REBUILD = "hlotune rebuild portfolio"
 # The file's two portfolios: of every shared config, and of the numerics-preserving ones.
 LISTS = ("configs", "numerics_preserving")
 
@@ -216,15 +217,17 @@ def build(source: str = SOURCE, size: int = SIZE, draws: int = DRAWS, seed: int 
     return evaluations
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
-    rebuild = commands.add_parser("build", help="rebuild the portfolio file and print its evaluation")
-    rebuild.add_argument("--source", default=SOURCE, help=f"collected programs (default {SOURCE})")
-    rebuild.add_argument("--size", type=int, default=SIZE, help=f"configs in a portfolio (default {SIZE})")
-    rebuild.add_argument("--draws", type=int, default=DRAWS, help=f"random portfolios compared (default {DRAWS})")
-    rebuild.add_argument("--seed", type=int, default=0)
-    rebuild.add_argument("--output", type=Path, default=SHIPPED, help="the file to write (default: the shipped one)")
+def main(argv: list[str]) -> int:
+    """`hlotune rebuild portfolio ARGS`; ARGS may begin with `build`, its old spelling's word."""
+    if argv[:1] == ["build"]:
+        moved("hlotune rebuild portfolio build", REBUILD)
+        argv = argv[1:]
+    parser = argparse.ArgumentParser(prog=REBUILD, description="rebuild the portfolio file and print its evaluation")
+    parser.add_argument("--source", default=SOURCE, help=f"collected programs (default {SOURCE})")
+    parser.add_argument("--size", type=int, default=SIZE, help=f"configs in a portfolio (default {SIZE})")
+    parser.add_argument("--draws", type=int, default=DRAWS, help=f"random portfolios compared (default {DRAWS})")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--output", type=Path, default=SHIPPED, help="the file to write (default: the shipped one)")
     args = parser.parse_args(argv)
     try:
         evaluations = build(args.source, args.size, args.draws, args.seed, args.output)
@@ -237,5 +240,5 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+if __name__ == "__main__":  # the old spelling, `python -m hlotune.tuning.portfolio build ARGS`
+    python_m("hlotune.tuning.portfolio", ["rebuild", "portfolio"], drop=("build",))

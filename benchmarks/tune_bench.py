@@ -125,6 +125,9 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
     "optuna+portfolio": dict(strategy="optuna", first_generation="portfolio"),
     # the default with a quarter of each batch after the portfolio drawn from the whole space
     "default+immigrants": dict(immigrants=0.25),
+    # the default without the pretrained prior: the portfolio, then children ranked by the
+    # program's online model alone (does the prior earn its place in the default?)
+    "portfolio+online": dict(model=None),
     "optuna-gp": dict(strategy="optuna-gp"),
     "guided": dict(strategy="evolutionary", online=False, first_generation="random"),
     "guided+online": dict(strategy="evolutionary", online=True, first_generation="random"),  # the default before v4

@@ -14,7 +14,7 @@ Two parts, one report:
   per-kernel count, each in a fresh database, timed: kernels tuned per hour is the program's
   tunable kernels over the tune's wall time. "all" measures every candidate (no model).
 
-    python benchmarks/kernel_tune_bench.py [--models pretrained:tile baseline:gbdt-rank ...]
+    python benchmarks/kernel_tune_bench.py [--models pretrained:tile baseline:gbdt-rank ...]   # fewer-partitions: no model
     python benchmarks/kernel_tune_bench.py --live zoo:vit@small --out docs/img/kernel_tune_bench.json
 
 Measure the live part on a quiet machine.
@@ -32,13 +32,16 @@ import harness
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.scorers import load_scorer
+from tile_rule_bench import rule_scores
 
 XLA_CHOICE = 7  # config_feat column: 1 on the row of XLA's own choice
+# The tuner's order without a model (compiler/space.py's PARTITION_CHOICES): fewer partitions first.
+RULE = "fewer-partitions"
 
 
 def replay(model: str, data: str, per_kernel: int) -> dict:
     """Time-weighted kernel speedup kept by measuring the model's `per_kernel` favourites."""
-    scorer = load_scorer(model)
+    scorer = (lambda sample: rule_scores(sample, xla_first=False)) if model == RULE else load_scorer(model)
     default_total = best_total = kept_total = 0.0
     kernels, lost, hits = 0, [], 0
     for sample in Dataset(data):
@@ -95,7 +98,7 @@ def main() -> None:
     parser.add_argument("--data", default="builtin:tile/test")
     parser.add_argument("--models", nargs="+", default=["pretrained:tile", "baseline:gbdt-rank",
                                                          "baseline:gbdt", "baseline:analytical",
-                                                         "baseline:random"])
+                                                         "baseline:random", RULE])
     parser.add_argument("--per-kernel", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--live", nargs="*", default=[], metavar="PROGRAM")
     parser.add_argument("--budget", type=int, default=16)

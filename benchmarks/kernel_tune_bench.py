@@ -68,13 +68,15 @@ def replay(model: str, data: str, per_kernel: int) -> dict:
 
 
 def live(program: str, per_kernel: int | None, budget: int) -> dict:
-    """One tile tune in a fresh database; per_kernel None measures every candidate."""
+    """One tile tune in a fresh database, ranked by the tile model; per_kernel None measures
+    every candidate."""
+    from hlotune.compiler.space import PARTITION_CHOICES
     from hlotune.tuning.tuner import tune
 
     with tempfile.TemporaryDirectory() as folder:
         started = time.monotonic()
-        result = tune(program, space="tile", budget=budget, per_kernel=per_kernel or 1,
-                      model="pretrained" if per_kernel else None, db_path=Path(folder) / "db.sqlite",
+        result = tune(program, space="tile", budget=budget, per_kernel=per_kernel or len(PARTITION_CHOICES),
+                      model="pretrained:tile", db_path=Path(folder) / "db.sqlite",
                       progress=False, settings=MeasureSettings())
         seconds = time.monotonic() - started
     kernels = _tunable(program)

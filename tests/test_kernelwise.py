@@ -1,5 +1,5 @@
-"""The tile space's search, XTAT's: each kernel's candidates ranked by the tile model, the
-favourites of every kernel measured together, each kernel's fastest kept."""
+"""The tile space's search, XTAT's: each kernel's candidates ranked by a tile model or in a random
+order, the favourites of every kernel measured together, each kernel's fastest kept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
 from hlotune.errors import HlotuneError
-from hlotune.tuning.kernelwise import KERNEL_NOISE, KernelCandidates, Kernelwise
+from hlotune.tuning.kernelwise import KERNEL_NOISE, KernelCandidates, Kernelwise, rank_candidates
 from hlotune.tuning.strategies import Trial
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -43,6 +43,15 @@ def test_a_failed_config_teaches_nothing_about_its_kernels():
     (only,) = search.ask(8)
     search.tell([Trial(only, float("inf"), {"a": 0.1, "b": 0.1})])
     assert search.ask(8) == []  # nothing beat XLA's choice: the combination is the default
+
+
+def test_without_a_model_each_kernel_takes_a_random_order_of_the_seed():
+    kernels = [_kernel(name) for name in "abcdefgh"] + [Kernel("x", "x#x", "x", UNTUNABLE_KINDS[0], "c", "f32[8]", {})]
+    orders = {seed: [c.ranked for c in rank_candidates("", kernels, None, seed)] for seed in (0, 1)}
+    assert len(orders[0]) == 8  # the library kernel is not tunable
+    assert all(sorted(order) == sorted(PARTITION_CHOICES) for order in orders[0] + orders[1])
+    assert len(set(orders[0])) > 1 and orders[0] != orders[1]  # by kernel and by seed
+    assert [c.ranked for c in rank_candidates("", kernels, None, 0)] == orders[0]  # repeatable
 
 
 def test_per_kernel_must_be_positive():

@@ -76,11 +76,13 @@ def add_commands(subparsers) -> None:
                       "default), a model folder, baseline:NAME, pretrained:kernels (compile each "
                       "candidate and score the kernels XLA made: docs/cost_model.md), transfer[@DIR] (flags: what the "
                       "options did to the built-in training programs, or to those collected in "
-                      "DIR), or none; in the tile space it ranks each kernel's partitions "
-                      "(pretrained: pretrained:tile; none: every candidate is measured); in the "
+                      "DIR), or none; in the tile space a model named (e.g. pretrained:tile) ranks "
+                      "each kernel's partitions, which pretrained and none take in a random order "
+                      "(it keeps more of the time saved: docs/kernels.md); in the "
                       "fusion space any model but none ranks by the module's roofline")
     tune.add_argument("--per-kernel", type=int, default=2, metavar="K",
-                      help="tile space: measure each kernel's K favourite partitions (default 2)")
+                      help="tile space: measure K partitions of each kernel, the model's favourites "
+                      "(default 2; 5: every one)")
     tune.add_argument("--no-kernel-stages", dest="kernel_stages", action="store_false",
                       help="all space: search flags x layouts alone, not then the best config's "
                       "kernels and fusions")

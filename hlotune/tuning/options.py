@@ -43,7 +43,7 @@ class TuneOptions:
     # A name, a Strategy (e.g. Exhaustive([...]) to measure chosen configs) or an Optuna sampler.
     strategy: str | Strategy | BaseSampler = DEFAULT_STRATEGY
     # Ranks the evolutionary strategy's candidates (the tile space: each kernel's candidates,
-    # kernelwise.py): "pretrained" (the shipped models), a scorer, a name for load_scorer,
+    # a model named only, `tile_model`): "pretrained" (the shipped models), a scorer, a name for load_scorer,
     # "transfer[@DIR]" (flags only), or None. The fusion space ranks by the module roofline
     # (cost_model.ModuleRoofline) unless None.
     model: str | Scorer | None = DEFAULT_MODEL
@@ -61,7 +61,7 @@ class TuneOptions:
     immigrants: float = 0.0
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
     batch: int = 8  # configs measured together
-    # tile, ranked: candidates measured per kernel, the model's favourites (without a model, all)
+    # tile, ranked: candidates measured per kernel, the model's favourites (`tile_model`; 5: all)
     per_kernel: int = 2
     # all: after flags x layouts, the tile and fusion searches on the best config's kernels
     # (tuning/staged.py); False: flags x layouts alone
@@ -120,6 +120,13 @@ class TuneOptions:
         if self.model == DEFAULT_MODEL and not self.ranked:
             return None
         return self.model
+
+    @property
+    def tile_model(self) -> str | Scorer | None:
+        """What ranks the tile search's candidates (`--space tile`, and `all`'s tile stage):
+        the model named, but none by default, as the shipped tile model keeps less of the
+        kernel time saved than a random order (tuning/kernelwise.py)."""
+        return None if self.model == DEFAULT_MODEL else self.model
 
     @property
     def kernelwise(self) -> bool:

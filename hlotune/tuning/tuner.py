@@ -48,7 +48,7 @@ from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import BatchResult, MeasureSettings
-from hlotune.compiler.space import KERNEL_SPACES, PARTITION_CHOICES, SearchSpace
+from hlotune.compiler.space import KERNEL_SPACES, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.kernels.program_model import load_kernel_program_model
@@ -258,13 +258,11 @@ def _prior(options: TuneOptions, layouts: LayoutSpace | None, module: str | None
 
 
 def _kernelwise(options: TuneOptions, space: SearchSpace, module: str) -> Kernelwise:
-    """XTAT's search: each kernel's candidates ranked by the tile model; without a model, every
-    candidate measured."""
-    model = options.ranking_model
+    """XTAT's search: `per_kernel` candidates of each kernel, ranked by the tile model named,
+    else in a random order (kernelwise.py)."""
+    model = options.tile_model
     scorer = None if model is None else load_scorers(model, "tile")["tile"]
-    candidates = rank_candidates(module, kernels_of(module), scorer)
-    per_kernel = options.per_kernel if scorer is not None else len(PARTITION_CHOICES)
-    return Kernelwise(space, candidates, per_kernel)
+    return Kernelwise(space, rank_candidates(module, kernels_of(module), scorer, options.seed), options.per_kernel)
 
 
 def kernel_stages(search: Strategy, options: TuneOptions, layouts: LayoutSpace, started: float,

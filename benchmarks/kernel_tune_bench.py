@@ -12,9 +12,9 @@ Two parts, one report:
   top-k holds the best. Exact and repeatable: nothing runs.
 - live (--live PROGRAM ...): `hlotune tune PROGRAM --space tile` for real, once per
   per-kernel count, each in a fresh database, timed: kernels tuned per hour is the program's
-  tunable kernels over the tune's wall time. "all" measures every candidate (no model).
+  tunable kernels over the tune's wall time. "all" measures every candidate.
 
-    python benchmarks/kernel_tune_bench.py [--models pretrained:tile baseline:gbdt-rank ...]   # fewer-partitions: no model
+    python benchmarks/kernel_tune_bench.py [--models pretrained:tile baseline:random fewer-partitions ...]
     python benchmarks/kernel_tune_bench.py --live zoo:vit@small --out docs/img/kernel_tune_bench.json
 
 Measure the live part on a quiet machine.
@@ -35,7 +35,7 @@ from hlotune.evaluation.scorers import load_scorer
 from tile_rule_bench import rule_scores
 
 XLA_CHOICE = 7  # config_feat column: 1 on the row of XLA's own choice
-# The tuner's order without a model (compiler/space.py's PARTITION_CHOICES): fewer partitions first.
+# A rule for --models: fewer partitions first, the same order for every kernel (tile_rule_bench.py).
 RULE = "fewer-partitions"
 
 

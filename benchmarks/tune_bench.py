@@ -38,6 +38,7 @@ and found speedups, its median share of the oracle's log gain kept and verified,
 configs that verify slower than the default, its dropped leaders; then every pair of strategies'
 kept and verified ratios, paired by program and seed, with a 90% bootstrap interval over
 programs (the default first: "default against the better of random and TPE" is two rows); the
+best kept of all strategies on each program and seed, picked in hindsight, over each; the
 winner's curse; the dropped leaders measured again, and how much of what they were found at was
 luck.
 

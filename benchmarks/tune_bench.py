@@ -643,15 +643,13 @@ def hindsight(runs: list[dict]) -> str:
     program and seed, picked after the fact: the lead that choosing the luckiest engine on
     every run would show (paired_ratio), beside which a goal of one engine's lead is read."""
     names = _strategies(runs)
-    best: dict[tuple, dict] = {}
+    by_run: dict[tuple, list[dict]] = {}
     for r in runs:
-        key = (r["program"], r["seed"])
-        if len({s["strategy"] for s in runs if (s["program"], s["seed"]) == key}) == len(names) > 1:
-            if key not in best or _kept(r) > _kept(best[key]):
-                best[key] = r
-    if not best:
+        by_run.setdefault((r["program"], r["seed"]), []).append(r)
+    picked = [max(mine, key=_kept) | {"strategy": HINDSIGHT} for mine in by_run.values()
+              if len(names) > 1 and {r["strategy"] for r in mine} == set(names)]
+    if not picked:
         return ""
-    picked = [r | {"strategy": HINDSIGHT} for r in best.values()]
     cells = []
     for name in names:
         programs, ratio = paired_ratio(runs + picked, HINDSIGHT, name, _kept)

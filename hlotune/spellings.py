@@ -14,18 +14,13 @@ def moved(old: str, new: str) -> None:
           file=sys.stderr, flush=True)
 
 
-def become(command: list[str], drop: tuple[str, ...] = ()) -> NoReturn:
-    """This process becomes `hlotune COMMAND ARGS` (ARGS: this process's, less a first one in
-    `drop`), with the command's exit codes and error messages: a stage module may not import
-    the CLI."""
-    argv = sys.argv[1:]
-    if argv[:1] and argv[0] in drop:
-        argv = argv[1:]
-    os.execv(sys.executable, [sys.executable, "-m", "hlotune.cli", *command, *argv])
+def become(command: list[str]) -> NoReturn:
+    """This process becomes `hlotune COMMAND ARGS` (ARGS: this process's), with the command's
+    exit codes and error messages: a stage module may not import the CLI."""
+    os.execv(sys.executable, [sys.executable, "-m", "hlotune.cli", *command, *sys.argv[1:]])
 
 
-def python_m(module: str, command: list[str], drop: tuple[str, ...] = ()) -> NoReturn:
-    """`python -m MODULE ARGS`, a tool that is now `hlotune COMMAND ARGS`: the note, then that
-    (`drop`: a first ARG of the old spelling that the command no longer takes)."""
+def python_m(module: str, command: list[str]) -> NoReturn:
+    """`python -m MODULE ARGS`, a tool that is now `hlotune COMMAND ARGS`: the note, then that."""
     moved(f"python -m {module}", " ".join(["hlotune", *command]))
-    become(command, drop)
+    become(command)

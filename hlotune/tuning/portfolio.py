@@ -240,5 +240,6 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-if __name__ == "__main__":  # the old spelling, `python -m hlotune.tuning.portfolio build ARGS`
-    python_m("hlotune.tuning.portfolio", ["rebuild", "portfolio"], drop=("build",))
+if __name__ == "__main__":  # the old spelling, `python -m hlotune.tuning.portfolio build ARGS`: its
+    # `build` gets main's note in turn
+    python_m("hlotune.tuning.portfolio", ["rebuild", "portfolio"])

@@ -54,7 +54,7 @@ from hlotune.compiler.hook import compile_config
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.programs import Program, load_program
 from hlotune.tuning.call_timing import interleaved_call_times
-from hlotune.tuning.database import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, TuningDatabase
 
 BOUND_FRACTION, BOUND_S = 0.01, 20e-6
 PLACED = "compiled(), placed"

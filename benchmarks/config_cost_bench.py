@@ -27,7 +27,7 @@ from pathlib import Path
 
 import harness
 from hlotune.tuning import Callback
-from hlotune.tuning.database import TuningDatabase
+from hlotune.tuning.storage import TuningDatabase
 from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.tuner import tune
 

@@ -83,7 +83,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.tuning.callbacks import UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, RankSum, ScorerCostModel, load_scorers
-from hlotune.tuning.database import TuningDatabase
+from hlotune.tuning.storage import TuningDatabase
 from hlotune.tuning.online import OnlineCostModel
 from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.replay import ReplayRunner

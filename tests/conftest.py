@@ -87,3 +87,22 @@ def cli(capfd) -> Callable[..., subprocess.CompletedProcess]:
         return subprocess.CompletedProcess(["hlotune", *argv], code, out, err)
 
     return run
+
+
+@pytest.fixture
+def postgres_url() -> Any:
+    """The URL of a new, empty PostgreSQL database on the server $HLOTUNE_TEST_POSTGRES names
+    (`.ci/postgres` starts one and prints its URL), dropped after the test; a skip where no
+    server is named (a failure under CI)."""
+    import uuid
+
+    server = os.environ.get("HLOTUNE_TEST_POSTGRES")
+    if not server:
+        _missing("a PostgreSQL server", "no PostgreSQL server: export HLOTUNE_TEST_POSTGRES=$(bash .ci/postgres)")
+    psycopg = need("psycopg", install='pip install "hlotune[postgres]"')
+    name = f"hlotune_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    yield f"{server.rpartition('/')[0]}/{name}"
+    with psycopg.connect(server, autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {name} WITH (FORCE)")

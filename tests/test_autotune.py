@@ -20,7 +20,7 @@ from hlotune.programs import Program, load_program
 from hlotune.tuning import autotune, tuner
 from hlotune.tuning.call_timing import interleaved_call_times
 from hlotune.tuning.compiled import compile_config as compile_program
-from hlotune.tuning.database import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, TuningDatabase
 
 CHEAP = MeasureSettings(rounds=2, repeats=1)
 CHOSEN = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}),

@@ -17,7 +17,7 @@ from hlotune.compiler.measure import (
     _stop_slow,
     measure,
 )
-from hlotune.tuning.database import TuningDatabase
+from hlotune.tuning.storage import TuningDatabase
 
 RESNET = "zoo:resnet@tiny"
 # Its convolutions left to XLA's own loops (no library rewrite), compiled by LLVM at -O0: 2.5-3x

@@ -24,7 +24,7 @@ from hlotune.programs import load_program
 from hlotune.tuning import final_check as final_check_module
 from hlotune.tuning import tuner as tuner_module
 from hlotune.tuning.callbacks import Callback
-from hlotune.tuning.database import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, TuningDatabase
 from hlotune.tuning.final_check import RACE_ROUNDS, Beside, Finalist, Race, Standing, final_check
 from hlotune.tuning.strategies import STRATEGIES, Chain, Exhaustive, RandomSearch
 from hlotune.tuning.tuner import Tuner, tune

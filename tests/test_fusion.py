@@ -171,7 +171,7 @@ def test_opt_fuse_measure_json(capsys):
 
 def test_tune_searches_the_fusion_space(tmp_path):
     import hlotune
-    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.storage import TuningDatabase
 
     result = hlotune.tune("zoo:transformer@tiny", space="fusion", budget=4, db_path=tmp_path / "db.sqlite")
     assert result.space == "fusion" and result.measurements >= 4

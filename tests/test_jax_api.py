@@ -16,7 +16,7 @@ from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.tuning import autotune
-from hlotune.tuning.database import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, TuningDatabase
 
 FLAGS = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
 TINY = {"budget": 2, "batch": 2, "strategy": "random", "warm_start": 0,

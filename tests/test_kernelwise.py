@@ -63,7 +63,7 @@ def test_a_tile_tune_measures_each_kernels_favourites_and_keeps_their_times(tmp_
     from hlotune.compiler.kernel_space import program_kernels
     from hlotune.compiler.layouts import LayoutSpace
     from hlotune.programs import load_program
-    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.fingerprint import program_fingerprint
     from hlotune.tuning.tuner import tune
 

@@ -19,7 +19,7 @@ from hlotune.models.predict import predict_scores
 from hlotune.evaluation.scorers import load_scorer
 from hlotune.train.fine_tune import fine_tune
 from hlotune.train.targets import log_targets, measured
-from hlotune.tuning.database import TuningDatabase
+from hlotune.tuning.storage import TuningDatabase
 from hlotune.tuning.tuner import tune
 
 pytestmark = pytest.mark.usefixtures("one_thread")

@@ -13,7 +13,7 @@ from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.tuning import runners
-from hlotune.tuning.database import TuningDatabase
+from hlotune.tuning.storage import TuningDatabase
 from hlotune.tuning.tuner import tune
 
 pytestmark = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # Ray forks to exec

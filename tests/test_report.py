@@ -32,7 +32,7 @@ from hlotune.programs import load_program
 from hlotune.report.importance import choice_effects, choices
 from hlotune.report.page import Page
 from hlotune.report.profile import profile_section
-from hlotune.tuning.database import Record, TuningDatabase
+from hlotune.tuning.storage import Record, TuningDatabase
 from hlotune.tuning.tuner import tune
 
 BUILTIN_FLAGS_TEST = resolve("builtin:flags/test")

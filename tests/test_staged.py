@@ -106,7 +106,7 @@ def test_a_kernel_space_on_a_base_keeps_its_flags_and_adds_kernels():
 
 def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_nothing(tmp_path):
     from hlotune.compiler.measure import MeasureSettings
-    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.tuner import tune
 
     arguments = dict(space="all", budget=16, batch=4, db_path=tmp_path / "db.sqlite", progress=False,
@@ -130,7 +130,7 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
 
 def test_without_kernel_stages_all_searches_flags_and_layouts_alone(tmp_path):
     from hlotune.compiler.measure import MeasureSettings
-    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.tuner import tune
 
     result = tune("zoo:mlp@tiny", space="all", budget=8, batch=4, kernel_stages=False, progress=False,

@@ -29,12 +29,12 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import load_scorer
 from hlotune.programs import load_program
-from hlotune.tuning import commands, database, strategies
+from hlotune.tuning import commands, storage, strategies
 from hlotune.tuning.autotune import autotune
 from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.compiled import compile_config
 from hlotune.tuning.cost_model import CostModel, ScorerCostModel
-from hlotune.tuning.database import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, TuningDatabase
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial, make_strategy
@@ -326,7 +326,7 @@ def test_the_commands_offer_what_the_modules_implement():
     assert commands.SPACES == space.SPACES
     assert commands.STRATEGIES == strategies.STRATEGIES
     assert commands.FIRST_GENERATIONS == strategies.FIRST_GENERATIONS
-    assert commands.FORMATS == database.EXPORT_FORMATS
+    assert commands.FORMATS == storage.EXPORT_FORMATS
 
 
 def test_the_default_search_starts_from_the_portfolio_in_flags():
@@ -509,13 +509,13 @@ def test_a_failed_write_keeps_every_earlier_batch(tmp_path):
         (SQLite's own error; root ignores file permissions, so chmod cannot show it)."""
 
         def after_batch(self, tuner, trials):
-            tuner.database._db.execute("PRAGMA query_only = ON")
+            tuner.database._sql.execute("PRAGMA query_only = ON")
 
     with pytest.raises(HlotuneError, match="cannot write the tuning database .*readonly.*kept"):
         tune("zoo:vit@tiny", strategy=Exhaustive(recorded), runner=replay, budget=13, batch=4,
              db_path=path, progress=False, callbacks=[TurnReadOnly()])
     with TuningDatabase(path, machine=replay.machine) as db:
-        assert db._db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert db._sql.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         records = db.records(program_fingerprint(load_program("zoo:vit@tiny")))
         assert [r.config for r in records] == [DEFAULT_CONFIG, *recorded[:4]]  # the first batch
 

@@ -19,7 +19,7 @@ from hlotune.compiler.layouts import LayoutConfig
 from hlotune.programs import load_program
 from hlotune.tuning.callbacks import UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, RankSum
-from hlotune.tuning.database import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, TuningDatabase
 from hlotune.tuning.online import ChoiceModel, OnlineCostModel, choices, ridge
 from hlotune.tuning.transfer import TransferCostModel, collection_examples, load_transfer
 from hlotune.tuning.replay import ReplayRunner

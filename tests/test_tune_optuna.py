@@ -13,7 +13,7 @@ from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
-from hlotune.tuning.database import TuningDatabase
+from hlotune.tuning.storage import TuningDatabase
 from hlotune.compiler.space import SearchSpace
 from hlotune.tuning.strategies import OptunaStudy, OptunaTPE, Trial, make_strategy
 from hlotune.tuning.tuner import tune

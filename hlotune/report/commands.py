@@ -86,10 +86,10 @@ def _tuning_page(args: argparse.Namespace):
         if args.program is None:
             fingerprints = [entry.fingerprint for entry in db.programs()]
             if not fingerprints:
-                raise HlotuneError(f"{db.path}: nothing measured on this machine yet")
+                raise HlotuneError(f"{db.location}: nothing measured on this machine yet")
         else:
             fingerprints = [resolve_fingerprint(db, args.program)]
             if not db.records(fingerprints[0]):
-                raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
+                raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.location}")
         page = tuning_report(db, fingerprints, 0 if args.no_profile else PROFILE_RUNS)
     return page, f"tuning report of {len(fingerprints)} program(s)"

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hlotune.tuning.database import Record
+from hlotune.tuning.storage import Record
 from hlotune.tuning.online import choices
 from hlotune.tuning.online import ridge as fit_ridge
 

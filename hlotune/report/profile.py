@@ -15,7 +15,7 @@ from hlotune.compiler.program_profile import (
 )
 from hlotune.errors import HlotuneError
 from hlotune.report.page import Page
-from hlotune.tuning.database import Decision
+from hlotune.tuning.storage import Decision
 
 PROFILE_RUNS = 5  # profiled runs per profile round: a report is no benchmark
 TOP_KERNELS = 20

@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from hlotune.report.importance import ChoiceEffect, choice_effects, choices
 from hlotune.report.page import Page
 from hlotune.report.profile import profile_section
-from hlotune.tuning.database import Decision, Record, TuningDatabase
+from hlotune.tuning.storage import Decision, Record, TuningDatabase
 
 TOP_CHOICES = 20  # in the importance figure and table
 _DEFAULT, _CHOSEN, _OTHER = "tab:orange", "tab:green", "tab:blue"
@@ -28,7 +28,7 @@ def tuning_report(db: TuningDatabase, fingerprints: list[str], profile_runs: int
     what = db.name_of(fingerprints[0]) if len(fingerprints) == 1 else f"{len(fingerprints)} programs"
     page = Page(
         f"hlotune tuning report: {what}",
-        f"{db.path} on {machine.fingerprint[:12]} (jax {machine.jax}, jaxlib {machine.jaxlib}); "
+        f"{db.location} on {machine.fingerprint[:12]} (jax {machine.jax}, jaxlib {machine.jaxlib}); "
         "every runtime here was measured on that machine",
     )
     for fingerprint in fingerprints:
@@ -212,7 +212,7 @@ def _chosen(page: Page, db: TuningDatabase, fingerprint: str, decision: Decision
                     f"measured {decision.default_ns / decision.candidate_ns:.3f}x when re-measured")
         page.paragraph(f"The best candidate ({', '.join(choices(decision.candidate))}) {measured}, "
                        "not beyond the noise floor: hlotune keeps the default.")
-    short, where = fingerprint[:12], f" --db {db.path}"
+    short, where = fingerprint[:12], f" --db {db.location}"
     page.paragraph("From the command line (only the JSON export keeps layouts):")
     page.code("\n".join(f"hlotune db export {short} --format {fmt}{where}"
                          for fmt in ("json", "compiler_options", "xla_flags")))

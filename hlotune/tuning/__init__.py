@@ -18,7 +18,7 @@ _API = {
     "Tuner": ("hlotune.tuning.tuner", "Tuner"),
     "TuneOptions": ("hlotune.tuning.options", "TuneOptions"),
     "TuneResult": ("hlotune.tuning.tuner", "TuneResult"),
-    "TuningDatabase": ("hlotune.tuning.database", "TuningDatabase"),
+    "TuningDatabase": ("hlotune.tuning.storage", "TuningDatabase"),
     "program_fingerprint": ("hlotune.tuning.fingerprint", "program_fingerprint"),
     # extension points (docs/extending.md)
     "Strategy": ("hlotune.tuning.strategies", "Strategy"),

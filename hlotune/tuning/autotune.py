@@ -35,7 +35,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 from hlotune.programs.calls import BoundCall, JitFunction, jit_function
 from hlotune.programs.keys import KeyedFunction
-from hlotune.tuning.database import TuningDatabase, default_db_path
+from hlotune.tuning.storage import TuningDatabase, default_db_location, exists, local_folder
 from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
 from hlotune.tuning.options import TuneOptions
 
@@ -64,7 +64,7 @@ class Autotuned:
                  db: str | Path | None, progress: bool) -> None:
         functools.update_wrapper(self, jit.fn)
         self._fn, self._jit = jit.fn, jit
-        self._db = Path(db or default_db_path())
+        self._db = db or default_db_location()
         self._tune_on_first_call, self._options, self._progress = tune_on_first_call, options, progress
         self._entries: dict[Any, _Entry] = {}
         # The last call's executable, where it is jax's Compiled: that checks the arguments
@@ -115,11 +115,11 @@ class Autotuned:
 
         keyed = call.keyed()
         exported = export_function(keyed, call.data)
-        folder = self._db.parent / "programs"
+        folder = local_folder(self._db) / "programs"
         program = exported.program(folder)
         fingerprint = program_fingerprint(program)
         decision = None
-        if self._db.is_file():
+        if exists(self._db):
             with TuningDatabase(self._db) as db:
                 decision = db.best(fingerprint,
                                    allow_numerics_change=self._options.allow_numerics_change)

@@ -31,7 +31,7 @@ from hlotune.errors import HlotuneError
 from hlotune.progress import add_quiet
 
 if TYPE_CHECKING:
-    from hlotune.tuning.database import TuningDatabase
+    from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.options import TuneOptions
 
 SPACES = ("flags", "layout", "tile", "fusion", "all")
@@ -212,7 +212,7 @@ def run_list(args: argparse.Namespace) -> int:
                                   "tuned": _decision_json(entry.best)}))
             return 0
         if not entries:
-            print(f"{db.path}: nothing measured on this machine yet")
+            print(f"{db.location}: nothing measured on this machine yet")
             return 0
         print(f"{'FINGERPRINT':<13} {'PROGRAM':<32} {'RECORDS':>7} {'FAILED':>6}  TUNED")
         for entry in entries:
@@ -227,7 +227,7 @@ def run_show(args: argparse.Namespace) -> int:
         fingerprint = resolve_fingerprint(db, args.program)
         records = sorted(db.records(fingerprint), key=lambda r: r.cost)
         if not records:
-            raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.path}")
+            raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.location}")
         if args.json:
             print(json.dumps({"fingerprint": fingerprint, "program": db.name_of(fingerprint),
                               "records": [_record_json(record) for record in records],
@@ -256,15 +256,16 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def open_database(path: str | Path | None) -> TuningDatabase:
-    """The tuning database at `path` (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)
-    for the commands that read one: a missing file is an error, not a new empty database."""
-    from hlotune.tuning.database import TuningDatabase, default_db_path
+def open_database(location: str | Path | None) -> TuningDatabase:
+    """The tuning database at `location`, a file or a URL (default: $HLOTUNE_DB or
+    ~/.cache/hlotune/tuning.sqlite), for the commands that read one: a missing file is an
+    error, not a new empty database."""
+    from hlotune.tuning.storage import TuningDatabase, default_db_location, exists
 
-    path = path or default_db_path()
-    if not Path(path).is_file():
-        raise HlotuneError(f"{path}: no tuning database (run hlotune tune first)")
-    return TuningDatabase(path)
+    location = location or default_db_location()
+    if not exists(location):
+        raise HlotuneError(f"{location}: no tuning database (run hlotune tune first)")
+    return TuningDatabase(location)
 
 
 def resolve_fingerprint(db: TuningDatabase, program: str) -> str:

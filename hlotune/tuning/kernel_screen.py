@@ -24,9 +24,9 @@ from hlotune.tuning.cost_model import CostModel
 
 
 class KernelScreen(CostModel):
-    def __init__(self, program: str, model: KernelProgramModel, db_path: Path, fingerprint: str,
+    def __init__(self, program: str, model: KernelProgramModel, db_path: str | Path, fingerprint: str,
                  settings: MeasureSettings = MeasureSettings()) -> None:
-        from hlotune.tuning.database import TuningDatabase
+        from hlotune.tuning.storage import TuningDatabase
 
         self.model, self.fingerprint = model, fingerprint
         self._measurer = Measurer(program, settings)

@@ -57,7 +57,7 @@ from hlotune.programs.calls import BoundCall, jit_function
 from hlotune.progress import note
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.cost_model import CostModel, ModuleRoofline, ScorerCostModel, load_scorers
-from hlotune.tuning.database import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_path
+from hlotune.tuning.storage import CONFIRM_PREFIX, Database, Decision, TuningDatabase, default_db_location, local_folder
 from hlotune.tuning.final_check import FINALISTS, Beside, Finalist, final_check
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.kernel_screen import KernelScreen
@@ -167,12 +167,13 @@ def tune(
     function = None if isinstance(program, str) else program
     chosen, arguments = split_keywords(keywords, tune, OPTION_NAMES, function)
     options = replace(options or TuneOptions(), **chosen)
-    db_path = Path(db_path or default_db_path())
-    db_path.parent.mkdir(parents=True, exist_ok=True)  # the Optuna study's folder too
+    db_path = db_path or default_db_location()
+    folder = local_folder(db_path)  # exported programs and Optuna studies
+    folder.mkdir(parents=True, exist_ok=True)
     caller = None
     if function is not None:
         call = jit_function(function, static_argnums, static_argnames).bind(args, arguments)
-        program, caller = _export(call, db_path.parent / "programs")
+        program, caller = _export(call, folder / "programs")
     elif args or static_argnums is not None or static_argnames is not None:
         raise HlotuneError("example arguments and static ones go with a function, not with a program spec")
     with open_runner(runner) as measurer:  # first: a runner that cannot start fails before any work
@@ -191,7 +192,7 @@ def tune(
         else:
             prior = _prior(options, layouts, module, Screening(program, db_path, fingerprint, options.settings))
             cost_model = OnlineCostModel(prior, optimism=options.optimism) if options.learns_online else prior
-            search = _strategy(options, search_space, cost_model, OptunaStudy.beside(db_path, fingerprint))
+            search = _strategy(options, search_space, cost_model, OptunaStudy.beside(folder / "tuning.sqlite", fingerprint))
         extra = [UpdateCostModel(1)] if options.learns_online else []
         if prior is not None and options.fine_tune_every:
             extra.append(UpdateCostModel(options.fine_tune_every, prior))
@@ -231,7 +232,7 @@ class Screening:
     cached, the program's fingerprint there, and how to compile."""
 
     program: str
-    db_path: Path
+    db_path: str | Path  # the database: a file or a URL
     fingerprint: str
     settings: MeasureSettings
 

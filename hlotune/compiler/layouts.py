@@ -262,13 +262,16 @@ def _eval(jaxpr, consts, args, counter, on_site, constrain):
 def _bind_site(eqn, inputs, counter, on_site, constrain):
     """Bind one equation as `jax.core.eval_jaxpr` does; a site gets its scope and constraint.
 
-    The equation keeps its own traceback (jax's private `user_context`, jax is pinned), so the
-    module's metadata points at the user's source lines, not at this interpreter
+    The equation keeps its own traceback (jax's private `user_context`, in every supported jax),
+    so the module's metadata points at the user's source lines, not at this interpreter
     (`hlotune profile` shows them)."""
     import jax
     from jax._src.source_info_util import user_context
 
     params = eqn.primitive.get_bind_params(eqn.params)
+    if isinstance(params, tuple):  # jax 0.8: (subfunctions, params), as eval_jaxpr binds them
+        subfuns, params = params
+        inputs = [*subfuns, *inputs]
     rank = len(eqn.outvars[0].aval.shape) if len(eqn.outvars) == 1 else 0
     if eqn.primitive.name not in SITE_OPCODES or not MIN_RANK <= rank <= MAX_RANK:
         with eqn.ctx.manager, user_context(eqn.source_info.traceback):

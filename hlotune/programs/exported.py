@@ -4,14 +4,20 @@ Measurement runs in a worker process (and, with the Ray runner, on another machi
 loads its program from a spec string, so a function given as an object must become a file.
 `jax.export` serializes the function's lowered module for its example arguments' shapes; the
 file is an npz holding that module (`module`, bytes) and the flat example arguments (`arg0`,
-`arg1`, ...), which the worker runs. Loading calls `Exported.call`, so a loaded program takes
-and returns the original pytrees. Files are named by a hash of the module and the argument
+`arg1`, ...), which the worker runs. Files are named by a hash of the module and the argument
 shapes: exporting the same function for the same shapes again reuses the file (and the values
 first saved).
 
+The file holds the function as a function of its flattened leaves, taking and returning flat
+lists of arrays (the lowered module's own calling convention), so the worker needs none of the
+user's pytree types (an equinox module, an optax state); the trees stay with the
+`ExportedFunction` in the user's process, whose `user_program` takes and returns them. Custom
+calls without jax's compatibility guarantee (LAPACK's) are allowed: a file is compiled by the
+jax that made it, on a machine of the same fingerprint. A function with host callbacks cannot
+be serialized at all (`HostCallbacks`): it is measured in the user's process instead.
+
 The exported module is one opaque call: layout tuning sees only the arguments' layouts
-(`p<i>` sites), not the tensors inside. Pytrees of custom classes need
-`jax.export.register_pytree_node_serialization`.
+(`p<i>` sites), not the tensors inside.
 """
 
 from __future__ import annotations
@@ -20,16 +26,37 @@ import hashlib
 import io
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
+from hlotune.programs.callbacks import callback_reason
 from hlotune.programs.program import EXPORT_PREFIX, Program
 
 _MODULE = "module"
+_HOST_CALLBACKS = "serialization of host_callbacks"  # jax.export's refusal
+_CUSTOM_CALL = re.compile(r"stablehlo\.custom_call\s*@([\w.$-]+)")  # its target, in MLIR text
+
+
+class HostCallbacks(HlotuneError):
+    """A function jax.export cannot serialize: it calls back into Python."""
+
+
+@dataclass(frozen=True)
+class TreeFunction:
+    """A function of flat leaves (an export's) as a function of the trees it was exported
+    with: what the user calls, compiled in the user's process."""
+
+    fn: Callable
+    in_tree: Any  # jax PyTreeDef of the positional arguments (a tuple)
+    out_tree: Any
+
+    def __call__(self, *args):
+        return self.out_tree.unflatten(self.fn(*self.in_tree.flatten_up_to(args)))
 
 
 @dataclass(frozen=True)
@@ -37,8 +64,10 @@ class ExportedFunction:
     """A function exported for its example arguments, not yet written to a file."""
 
     name: str  # the function's name, for the file name
-    module: bytes  # jax.export serialization
+    module: bytes  # jax.export serialization of the function of flat leaves
     args: tuple[np.ndarray, ...]  # flat, in the exported avals' dtypes
+    in_tree: Any  # jax PyTreeDefs of the arguments (a tuple) and the outputs: the user's types
+    out_tree: Any
 
     @property
     def key(self) -> str:
@@ -56,30 +85,45 @@ class ExportedFunction:
         spec = self.spec(folder)
         path = Path(spec.removeprefix(EXPORT_PREFIX))
         if not path.is_file():
-            stream = io.BytesIO()
-            arrays = {f"arg{i}": arg for i, arg in enumerate(self.args)}
-            np.savez(stream, **{_MODULE: np.frombuffer(self.module, np.uint8)}, **arrays)
-            write_bytes_atomic(path, stream.getvalue())
+            write_bytes_atomic(path, self.to_bytes())
         return spec
 
+    def to_bytes(self) -> bytes:
+        """The file's contents: an npz of the module and the flat arguments."""
+        stream = io.BytesIO()
+        arrays = {f"arg{i}": arg for i, arg in enumerate(self.args)}
+        np.savez(stream, **{_MODULE: np.frombuffer(self.module, np.uint8)}, **arrays)
+        return stream.getvalue()
+
     def program(self, folder: Path) -> Program:
-        """The program `load_program(self.spec(folder))` gives, without writing the file."""
+        """The program `load_program(self.spec(folder))` gives, without writing the file: of
+        flat leaves, as measured and fingerprinted."""
         return _program(self.spec(folder), self.module, list(self.args))
+
+    def user_program(self, folder: Path) -> Program:
+        """`program(folder)` taking and returning the function's pytrees: its compile (the same
+        module) is called as the function is."""
+        flat = self.program(folder)
+        return Program(flat.name, TreeFunction(flat.fn, self.in_tree, self.out_tree),
+                       self.in_tree.unflatten(flat.args))
 
 
 def export_function(fn: Callable, args: tuple) -> ExportedFunction:
-    """Export `fn` for `args` (a tuple of pytrees of arrays) with jax.export."""
+    """Export `fn` for `args` (a tuple of pytrees of arrays) with jax.export, as a function of
+    the flat leaves; HostCallbacks where it calls back into Python."""
     import jax
-    from jax import export
 
     try:
-        exported = export.export(jax.jit(fn))(*args)
-        module = bytes(exported.serialize())
-    except Exception as error:  # user code or an unserializable pytree: bad input
+        exported = _export(jax.jit(fn), args)
+        module = bytes(_flat(exported).serialize())
+    except Exception as error:  # user code: bad input
+        if _HOST_CALLBACKS in str(error):
+            raise HostCallbacks(f"cannot export {_name(fn)}: jax.export cannot serialize its host "
+                                f"callbacks, which are {callback_reason(fn, args)}") from None
         raise HlotuneError(f"cannot export {_name(fn)} with jax.export: {_first_line(error)}") from None
-    leaves = jax.tree_util.tree_leaves(args)
-    flat = tuple(np.asarray(leaf, dtype=aval.dtype) for leaf, aval in zip(leaves, exported.in_avals))
-    return ExportedFunction(_name(fn), module, flat)
+    leaves, in_tree = jax.tree_util.tree_flatten(args)
+    typed = tuple(np.asarray(leaf, dtype=aval.dtype) for leaf, aval in zip(leaves, exported.in_avals))
+    return ExportedFunction(_name(fn), module, typed, in_tree, exported.out_tree)
 
 
 def load_exported(spec: str) -> Program:
@@ -109,6 +153,32 @@ def _program(spec: str, module: bytes, args: list[np.ndarray]) -> Program:
     typed = [arg if arg.dtype == v.dtype else arg.view(v.dtype) for arg, v in zip(args, avals)]
     positional, _ = exported.in_tree.unflatten(typed)
     return Program(spec, exported.call, tuple(positional))
+
+
+def _export(jitted: Callable, args: tuple):
+    """jax.export's Exported, with the custom calls it refuses for want of a compatibility
+    guarantee allowed: a file is compiled by the jax that made it. They are found in the
+    lowered module, lowered again only for a program that has such calls."""
+    from jax import export
+
+    try:
+        return export.export(jitted)(*args)
+    except ValueError as error:
+        if "custom call" not in str(error):
+            raise
+    targets = sorted(set(_CUSTOM_CALL.findall(jitted.lower(*args).as_text())))
+    return export.export(jitted, disabled_checks=[export.DisabledSafetyCheck.custom_call(target)
+                                                  for target in targets])(*args)
+
+
+def _flat(exported):
+    """`exported` as a function of flat lists of arrays: the same module (whose parameters and
+    results are the leaves already), with no tree of the user's types left to serialize."""
+    import jax
+
+    tree = jax.tree_util.tree_structure
+    return replace(exported, in_tree=tree(((0,) * len(exported.in_avals), {})),
+                   out_tree=tree([0] * len(exported.out_avals)))
 
 
 def _name(fn: Callable) -> str:

@@ -287,10 +287,14 @@ class Measurer:
     def _fresh_session(self) -> _Session:
         """The worker, started on first use, with no configs compiled."""
         if self._session is None:
-            self._session = _Session(self.program, self.settings).__enter__()
+            self._session = self._open()
         else:
             self._session.clear()
         return self._session
+
+    def _open(self) -> _Session:
+        """A started worker with the program loaded (in_process.py measures in this one)."""
+        return _Session(self.program, self.settings).__enter__()
 
 
 def _rounds(settings: MeasureSettings, sample_ns: float) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from hlotune.compiler.output_check import check_outputs
+from hlotune.programs import Program, load_program
 
 
 # Fault injection for the parent's timeout path (tests): running a config whose key contains
@@ -36,10 +37,13 @@ class Worker:
         self._profiled = False
 
     def load(self, program: str) -> dict:
-        from hlotune.compiler.layouts import LayoutSpace
-        from hlotune.programs import load_program
+        return self.use(load_program(program))
 
-        self._space = LayoutSpace(load_program(program))
+    def use(self, program: Program) -> dict:
+        """Measure `program`, a live one (in_process.py) or one loaded by spec."""
+        from hlotune.compiler.layouts import LayoutSpace
+
+        self._space = LayoutSpace(program)
         return {"ok": True, "sites": len(self._space.sites)}
 
     def compile(self, id: str, config: dict, rtol: float | None = None, warmup: int = 2) -> dict:
@@ -143,12 +147,17 @@ def main() -> int:
         op = request.pop("op")
         if op == "quit":
             break
-        try:
-            reply(getattr(worker, op)(**request))
-        except Exception as error:  # the config or program failed: report it, keep serving
-            text = str(error).strip().splitlines()
-            reply({"ok": False, "error": f"{type(error).__name__}: {text[0] if text else ''}"})
+        reply(serve(worker, op, request))
     return 0
+
+
+def serve(worker: Worker, op: str, request: dict) -> dict:
+    """The reply to one request: a failing config or program is reported, and serving goes on."""
+    try:
+        return getattr(worker, op)(**request)
+    except Exception as error:
+        text = str(error).strip().splitlines()
+        return {"ok": False, "error": f"{type(error).__name__}: {text[0] if text else ''}"}
 
 
 if __name__ == "__main__":

@@ -3,8 +3,13 @@
 Each option is a scalar field of XLA's DebugOptions, set per compilation through
 `Lowered.compile(compiler_options=...)`; no environment variable, so configs of one program can
 be compiled side by side in one process. The set was chosen from what changes performance on
-XLA:CPU (docs/compiler.md) and checked against jax/jaxlib 0.10.2, the pinned version: XLA
-renames options between releases, and a test compiles every value listed here.
+XLA:CPU (docs/compiler.md). XLA adds, renames and removes options between releases: this table
+declares them all, with the jaxlib releases known to have them (`since`/`until`), and
+xla_support.py checks the rest against the installed XLA, leaving out what it rejects. A test
+compiles every value with the jaxlib CI pins (constraints.txt).
+
+`xla_cpu_use_thunk_runtime=false`, the by-hand fix for the thunk runtime's slowdowns, is not
+here: DebugOptions lost it in jaxlib 0.7, before the oldest release hlotune supports (0.8).
 """
 
 from __future__ import annotations
@@ -28,16 +33,38 @@ class FlagOption:
 
     `changes_numerics`: a value other than XLA's default changes results by design (docs/
     compiler.md says why for each), so tuning searches it only when the user allows it.
+    `since`/`until`: the first jaxlib release with the option and the first without it ("" for
+    none known). `columns`: the values with a config_feat column, those of the shipped data and
+    models (all by default); to those models a value without one reads as the default.
     """
 
     name: str
     values: tuple
     doc: str
     changes_numerics: bool = False
+    since: str = ""
+    until: str = ""
+    columns: tuple | None = None
 
     @property
     def default(self):
         return self.values[0]
+
+    def in_release(self, jaxlib: str) -> bool:
+        """Whether jaxlib `jaxlib` is declared to have this option."""
+        version = _release(jaxlib)
+        return (not self.since or version >= _release(self.since)) and (
+            not self.until or version < _release(self.until))
+
+    @property
+    def featured(self) -> tuple:
+        """The non-default values that have a config_feat column."""
+        return self.values[1:] if self.columns is None else self.columns
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """'0.10.2' -> (0, 10, 2); a local or dev suffix ('0.10.2.dev20260601') is ignored."""
+    return tuple(int(part) for part in version.split(".")[:3] if part.isdigit())
 
 
 # Pass names that `xla_disable_hlo_passes` accepts here. XLA ignores unknown names silently, so
@@ -55,22 +82,37 @@ SAMPLED_PASSES = (
     "multi_output_fusion",
 )
 KNOWN_PASSES = SAMPLED_PASSES + ("gather_simplifier", "dot_decomposer", "layout-assignment")
+# XLA:CPU runs neither (jaxlib 0.8 to 0.10.2): disabling them changes nothing. They stay, and
+# xla_support.py does not check them, so that the shipped portfolio, models and results do.
+INERT_PASSES = ("fusion-merger", "multi_output_fusion")
 
-YNN_FUSION_TYPES = ("LIBRARY_FUSION_TYPE_DOT", "LIBRARY_FUSION_TYPE_ELTWISE", "LIBRARY_FUSION_TYPE_REDUCE")
+# Library fusion types for YNNPACK, as compiler options take them: exact enum names (XLA_FLAGS
+# also takes edits such as `-reduce`; compiler options do not, up to 0.10.2 at least). One type
+# alone, as the shipped models know them; then XLA's default list (jaxlib 0.9 to 0.10.2:
+# INDIVIDUAL_DOT, INDIVIDUAL_CONVOLUTION, REDUCE) less one type each, the first being the
+# by-hand fix `-reduce` for the 2x slowdown of jax's issue tracker.
+_YNN = "LIBRARY_FUSION_TYPE_"
+YNN_FUSION_TYPES = (f"{_YNN}DOT", f"{_YNN}ELTWISE", f"{_YNN}REDUCE")
+YNN_DEFAULT_LESS_ONE = (
+    f"{_YNN}INDIVIDUAL_DOT,{_YNN}INDIVIDUAL_CONVOLUTION",
+    f"{_YNN}INDIVIDUAL_DOT,{_YNN}REDUCE",
+    f"{_YNN}INDIVIDUAL_CONVOLUTION,{_YNN}REDUCE",
+)
 
 FLAG_OPTIONS: tuple[FlagOption, ...] = (
     FlagOption("xla_backend_optimization_level", (3, 0, 1, 2), "LLVM optimisation level"),
     FlagOption("xla_cpu_use_fusion_emitters", (True, False), "MLIR fusion emitters vs legacy"),
     FlagOption("xla_cpu_use_xnnpack", (True, False), "offload to XNNPACK"),
-    FlagOption("xla_cpu_experimental_ynn_fusion_type", ("",) + YNN_FUSION_TYPES,
-               "which ops YNNPACK library fusions take ('' = XLA's default list)"),
+    FlagOption("xla_cpu_experimental_ynn_fusion_type", ("", *YNN_FUSION_TYPES, *YNN_DEFAULT_LESS_ONE),
+               "which ops YNNPACK library fusions take ('' = XLA's default list)",
+               columns=YNN_FUSION_TYPES),
     FlagOption(FAST_MATH, (False, True), "unsafe fast math (outputs are checked)", True),
     FlagOption("xla_cpu_fast_math_honor_division", (True, False), "fast math: keep true division", True),
     FlagOption("xla_cpu_fast_math_honor_functions", (True, False), "fast math: exact functions", True),
     FlagOption("xla_cpu_prefer_vector_width", (256, 128, 512), "preferred SIMD width in bits"),
     FlagOption("xla_cpu_max_isa", ("", "SSE4_2", "AVX", "AVX2", "AVX512"), "newest ISA to emit"),
     FlagOption("xla_cpu_opt_preset", ("CPU_OPT_PRESET_DEFAULT", "CPU_OPT_PRESET_FAST_RUNTIME",
-                                      "CPU_OPT_PRESET_FAST_COMPILE"), "optimisation preset"),
+                                      "CPU_OPT_PRESET_FAST_COMPILE"), "optimisation preset", since="0.10"),
     FlagOption("xla_cpu_multi_thread_eigen", (True, False), "multi-threaded Eigen calls"),
     FlagOption("xla_cpu_enable_fast_min_max", (True, False), "min/max that may drop NaNs", True),
 )
@@ -85,8 +127,8 @@ def _feature_names() -> tuple[str, ...]:
     for option in FLAG_OPTIONS:
         if all(isinstance(v, (bool, int)) for v in option.values):
             names.append(flag_column(option.name))
-        else:  # strings: one-hot over the non-default values
-            names += [flag_column(option.name, v) for v in option.values[1:]]
+        else:  # strings: one-hot over the non-default values with a column
+            names += [flag_column(option.name, v) for v in option.featured]
     return (*names, *(flag_column(DISABLE_PASSES, p) for p in KNOWN_PASSES))
 
 
@@ -176,7 +218,7 @@ class FlagConfig:
             if all(isinstance(v, (bool, int)) for v in option.values):
                 row.append(float(value))
             else:
-                row += [float(value == v) for v in option.values[1:]]
+                row += [float(value == v) for v in option.featured]
         row += [float(p in self.disabled_passes) for p in KNOWN_PASSES]
         return np.array(row, np.float32)
 

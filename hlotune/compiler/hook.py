@@ -5,6 +5,9 @@ compiles, at a pipeline stage (PRE_SCHEDULER: fused, not yet scheduled). This mo
 place that registers it: `compile_with_pass` filters the modules by the program's name, edits
 its text, keeps what it saw, and clears the pass afterwards, whatever happened.
 
+The hook came with jax and jaxlib 0.10.2; under an older jax what needs it (the tile and
+fusion spaces, any per-kernel option, measured schedules) stops with a one-line error.
+
 Two caches would let a compile skip the pass: jax's in-memory compilation cache and, where a
 user turned it on, the persistent one. Both key on the module before our pass, so a hooked
 compile could return a plain executable, and a later plain compile a hooked one. The pass runs
@@ -22,6 +25,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.errors import HlotuneError
 
 PASS_NAME = "hlotune"
+HOOK_SINCE = "0.10.2"  # the jax and jaxlib release that added jax.extend.xla and jaxlib._hlo
 PRE_SCHEDULER, POST_SCHEDULER = "pre_scheduler", "post_scheduler"
 Edit = Callable[[str], "str | None"]  # module text -> changed text, or None to keep it
 
@@ -50,6 +54,7 @@ def compile_with_pass(
     their configs). An error raised by `edit` (a kernel key that matches nothing) reaches the
     caller as itself, not as XLA's wrapped traceback.
     """
+    require_hook()
     import jax
     import jax.extend.xla as xla
     from jaxlib import _hlo
@@ -88,6 +93,21 @@ def compile_with_pass(
     if not record.texts:
         raise HlotuneError(f"XLA never handed hlotune's pass the module {record.module}")
     return compiled, record
+
+
+def require_hook() -> None:
+    """A HlotuneError, in one line, where the installed jax has no module-transformation hook."""
+    try:
+        import jax.extend.xla  # noqa: F401
+        from jaxlib import _hlo  # noqa: F401
+    except ImportError:
+        import jax
+        import jaxlib
+
+        raise HlotuneError(
+            f"per-kernel options (the tile and fusion spaces) need XLA's module-transformation hook, "
+            f"jax.extend.xla: jax and jaxlib {HOOK_SINCE} or newer (installed: jax {jax.__version__}, "
+            f"jaxlib {jaxlib.__version__})") from None
 
 
 def compile_config(lowered: Any, config: CompileConfig) -> Any:

@@ -14,6 +14,7 @@ config: setting a sub-option turns fast math on. So is one
 between flags and layouts: XLA:CPU cannot run a module with a layout constraint on an
 equation's result (`e<k>` sites) once `algsimp` is disabled ("No registered implementation for
 untyped custom call to LayoutConstraint", jaxlib 0.10.2), so such a config keeps `algsimp`.
+The flag genes are those of flags.py that the installed XLA takes (xla_support.py).
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ from hlotune.compiler.flags import (
     FAST_MATH_ONLY,
     FLAG_OPTIONS,
     NUMERICS_CHANGING,
+    OPTIONS_BY_NAME,
     SAMPLED_PASSES,
     FlagConfig,
 )
 from hlotune.compiler.kernel_config import KernelConfig
 from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.xla_support import xla_support
 from hlotune.errors import HlotuneError
 
 SPACES = ("flags", "layout", "tile", "fusion", "all")
@@ -78,11 +81,7 @@ class SearchSpace:
         self.kind, self.allow_numerics_change, self.base = kind, allow_numerics_change, base
         genes: list[Gene] = []
         if kind in ("flags", "all"):
-            genes += [
-                Gene(option.name, option.values) for option in FLAG_OPTIONS
-                if allow_numerics_change or option.name not in NUMERICS_CHANGING
-            ]
-            genes += [Gene(_PASS + name, (False, True)) for name in SAMPLED_PASSES]
+            genes += _flag_genes(allow_numerics_change)
         if kind in ("layout", "all"):
             if layouts is None or not layouts.sites:
                 name = layouts.program.name if layouts is not None else "the program"
@@ -145,14 +144,17 @@ class SearchSpace:
         (for a kernel space: anything but kernels that its base does not set)."""
         if (config.flags, config.layout) != (self.base.flags, self.base.layout) and self.kind in KERNEL_SPACES:
             raise HlotuneError(f"the {self.kind} space keeps its base's flags and layouts; this config changes them")
-        names = {gene.name for gene in self.genes}
+        genes = {gene.name: gene for gene in self.genes}
         base = _choices(self.base)
         genome = {name: value for name, value in _choices(config).items()
-                  if name in names or base.get(name, _UNSET) != value}
-        outside = [name for name in genome if name not in names]
-        if outside:
-            why = " (it changes numerics: allow_numerics_change)" if outside[0] in NUMERICS_CHANGING else ""
-            raise HlotuneError(f"{outside[0]} is not part of the {self.kind} search space{why}")
+                  if name in genes or base.get(name, _UNSET) != value}
+        for name, value in genome.items():
+            if name not in genes:
+                why = " (it changes numerics: allow_numerics_change)" if name in NUMERICS_CHANGING else ""
+                raise HlotuneError(f"{name} is not part of the {self.kind} search space{why}")
+            if name in OPTIONS_BY_NAME and value not in genes[name].values:
+                raise HlotuneError(f"{name}={value!r} is not part of the {self.kind} search space "
+                                   "(the installed XLA lacks it)")
         return genome
 
     def random_config(self, rng: random.Random, rate: float = 0.25) -> CompileConfig:
@@ -234,6 +236,18 @@ class SearchSpace:
 
 
 _UNSET = object()
+
+
+def _flag_genes(allow_numerics_change: bool) -> list[Gene]:
+    """A gene per option with values the installed XLA takes (numerics-changing ones where
+    allowed), one per sampled pass it runs."""
+    support = xla_support()
+    genes = []
+    for option in FLAG_OPTIONS:
+        values = tuple(v for v in option.values[1:] if support.takes(option.name, v))
+        if values and (allow_numerics_change or option.name not in NUMERICS_CHANGING):
+            genes.append(Gene(option.name, (option.default, *values)))
+    return genes + [Gene(_PASS + name, (False, True)) for name in SAMPLED_PASSES if support.runs(name)]
 
 
 def _choices(config: CompileConfig) -> Genome:

@@ -2,7 +2,8 @@
 
 XLA's parser aborts the whole process on some malformed text (a failed CHECK, seen under
 fuzzing), so hlotune never runs it in the caller's process. The child imports only
-`jaxlib._hlo` (about 0.1 s) and hands back a serialized HloModuleProto.
+`jaxlib._hlo` (about 0.1 s; `jaxlib._jax` before jaxlib 0.10.2) and hands back a serialized
+HloModuleProto.
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ def _or_error(text: str) -> bytes | HlotuneError:
 
 
 def _parse(text: str) -> tuple[bool, bytes]:
-    from jaxlib import _hlo
+    try:
+        from jaxlib import _hlo
+    except ImportError:  # jaxlib before 0.10.2 kept the HLO bindings in _jax
+        from jaxlib import _jax as _hlo
 
     try:
         return True, _hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()

@@ -26,14 +26,22 @@ def callback_reason(fn: Callable, args: tuple) -> str:
 
 def _callbacks(jaxpr) -> Iterator[Callable]:
     """The Python function of every callback equation, nested jaxprs included."""
-    from jax.extend.core import jaxprs_in_params
-
     for eqn in jaxpr.eqns:
         callback = eqn.params.get("callback")
         if callable(callback):
             yield getattr(callback, "callback_func", callback)  # pure_callback wraps it
-        for inner in jaxprs_in_params(eqn.params):
+        for inner in _jaxprs(eqn.params):
             yield from _callbacks(inner)
+
+
+def _jaxprs(params: dict) -> Iterator:
+    """The jaxprs among an equation's parameters (a cond's branches, a jit's, a scan's):
+    duck-typed, as jax.extend.core.jaxprs_in_params, which jax 0.8 lacks, does."""
+    for value in params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(item, "jaxpr", item)  # a ClosedJaxpr's
+            if hasattr(inner, "eqns"):
+                yield inner
 
 
 def _module(callback: Callable) -> str:

@@ -143,6 +143,7 @@ def load_exported(spec: str) -> Program:
 def _program(spec: str, module: bytes, args: list[np.ndarray]) -> Program:
     from jax import export
 
+    _initialize_lapack()
     try:
         exported = export.deserialize(bytearray(module))
     except Exception as error:
@@ -153,6 +154,14 @@ def _program(spec: str, module: bytes, args: list[np.ndarray]) -> Program:
     typed = [arg if arg.dtype == v.dtype else arg.view(v.dtype) for arg, v in zip(args, avals)]
     positional, _ = exported.in_tree.unflatten(typed)
     return Program(spec, exported.call, tuple(positional))
+
+
+def _initialize_lapack() -> None:
+    """Set up jaxlib's LAPACK kernels, which a loaded module's LAPACK custom calls run: jax 0.8
+    does it only when it lowers a linalg op itself, and XLA:CPU crashes on a call without."""
+    from jaxlib import lapack
+
+    lapack.prepare_lapack_call("getrf_ffi", np.float32)
 
 
 def _export(jitted: Callable, args: tuple):

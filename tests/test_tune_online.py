@@ -121,7 +121,7 @@ def test_the_prior_weighs_what_its_agreement_with_the_program_earns():
     assert _weight_after(lambda truth: _Truthful(lambda c: -truth(c)))[0] == 0.0  # exactly wrong
     right, by_count = _weight_after(lambda truth: _Truthful(truth))
     assert right == by_count  # a right prior: the count rule
-    noise = lambda c: random.Random(c.key).gauss(0, 0.5)
+    noise = lambda c: random.Random(c.key).gauss(0, 0.3)
     noisy, by_count = _weight_after(lambda truth: _Truthful(lambda c: truth(c) + noise(c)))
     assert 0 < noisy < by_count  # a noisy one: less than the count rule leaves it
     few = OnlineCostModel(_Truthful(lambda c: 1.0), prior_trials=16)

@@ -1,0 +1,139 @@
+"""A cheap look at a program, for predicting what tuning its flags may gain (gain_model.py).
+
+Computed from the TpuGraphs arrays alone (the 140 node features, opcodes and edges), so a graph
+the flags collection stored and a recorded program featurized at fleet-tune time
+(`program_graph`: the same unoptimised lowering the collector featurizes) get the same numbers
+the same way. The opcode mix alone ranks programs' gains poorly (issue 49) and cannot tell a
+tiny variant from a small one of the same graph; the gains come with tensor sizes (YNN's dot
+and reduce fusions, algebraic rewrites of large convolutions), so this adds a roofline of the
+graph: each op's bytes (operands read, output written) and flops, from the shapes in its node
+features, summed per kind of op, after hlo/costs.py's model of a core.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hlotune.data.sample import GraphArrays
+from hlotune.hlo.costs import CORE_BANDWIDTH, CORE_FLOPS, ELEMENTWISE, LAUNCH_S, VIEWS
+from hlotune.hlo.opcodes import OPCODE_IDS
+from hlotune.programs.program import Program
+
+# Node feature columns (docs/features.md).
+_TYPE, _DIMS, _ELEMENTS = slice(2, 21), slice(21, 27), 28
+_WINDOW_ELEMENTS, _OUTPUT_FEATURE = 44, 106
+# Bytes per element of the element type one-hot's columns (tuples, tokens, opaque: 0).
+_TYPE_BYTES = np.array([0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0, 0], np.float64)
+_BF16_COLUMN, _F32_COLUMN = 13, 11
+_INTEGER_COLUMNS = [2, 3, 4, 5, 6, 7, 8, 9]
+
+# As hlo/costs.py: ops that launch no kernel of their own.
+_NO_KERNEL = VIEWS | {"parameter", "constant", "partition-id", "replica-id", "while", "call", "conditional"}
+MOVEMENT = frozenset({"copy", "transpose", "concatenate", "slice", "dynamic-slice", "pad",
+                      "dynamic-update-slice", "gather", "scatter", "reverse"})
+REDUCTIONS = frozenset({"reduce", "reduce-window", "select-and-scatter"})
+CONTROL = ("while", "custom-call", "sort", "scatter", "gather")
+KINDS = ("dot", "convolution", "elementwise", "reduce", "movement", "other")
+
+FEATURE_NAMES: tuple[str, ...] = (
+    "log_kernels", "log_flops", "log_bytes", "log_roofline_s", "log_intensity",
+    "launch_share", "log_max_tensor_bytes", "log_input_bytes", "log_largest_dot_flops",
+    *(f"time_share_{kind}" for kind in KINDS),
+    *(f"byte_share_{kind}" for kind in KINDS),
+    *(f"count_share_{kind}" for kind in KINDS),
+    "bf16_byte_share", "f32_byte_share", "integer_byte_share",
+    *(f"log_count_{op.replace('-', '_')}" for op in CONTROL),
+)
+
+
+def program_graph(program: Program) -> GraphArrays:
+    """The graph the flags collection stores for `program`: its default build, lowered before
+    XLA's passes (compiler/layouts.py), featurized. A lowering: no compile, no run."""
+    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.hlo.featurize import featurize
+
+    return featurize(LayoutSpace(program).graph, progress=False)
+
+
+def program_features(graph: GraphArrays) -> np.ndarray:
+    """The FEATURE_NAMES of a graph, float64."""
+    feat = graph.node_feat.astype(np.float64)
+    opcodes = graph.node_opcode.astype(np.int64)
+    kernel = ~np.isin(opcodes, _ids(_NO_KERNEL))
+    out_bytes = feat[:, _ELEMENTS] * (feat[:, _TYPE] @ _TYPE_BYTES)
+    consumer, operand = graph.edge_index[:, 0], graph.edge_index[:, 1]
+    bytes_in = np.bincount(consumer, out_bytes[operand], minlength=graph.num_nodes)
+    traffic = np.where(kernel, bytes_in + out_bytes, 0.0)
+    flops = np.where(kernel, _flops(feat, opcodes, graph.edge_index), 0.0)
+    seconds = np.where(kernel, np.maximum(flops / CORE_FLOPS, traffic / CORE_BANDWIDTH) + LAUNCH_S, 0.0)
+    kinds = _kinds(opcodes)
+    type_bytes = feat[:, _TYPE] * out_bytes[:, None]
+    total_bytes, total_time = max(traffic.sum(), 1.0), max(seconds.sum(), 1e-12)
+    dots = opcodes == OPCODE_IDS["dot"]
+    return np.array([
+        np.log1p(kernel.sum()), np.log1p(flops.sum()), np.log1p(traffic.sum()),
+        np.log(total_time), np.log1p(flops.sum()) - np.log1p(traffic.sum()),
+        kernel.sum() * LAUNCH_S / total_time, np.log1p(out_bytes.max(initial=0.0)),
+        np.log1p(_input_bytes(opcodes, kernel, out_bytes, graph.edge_index)),
+        np.log1p(flops[dots].max(initial=0.0)),
+        *(seconds[kinds == k].sum() / total_time for k in range(len(KINDS))),
+        *(traffic[kinds == k].sum() / total_bytes for k in range(len(KINDS))),
+        *((kernel & (kinds == k)).sum() / max(kernel.sum(), 1) for k in range(len(KINDS))),
+        *(type_bytes[:, c].sum() / max(out_bytes.sum(), 1.0) for c in (_BF16_COLUMN, _F32_COLUMN)),
+        type_bytes[:, _INTEGER_COLUMNS].sum() / max(out_bytes.sum(), 1.0),
+        *(np.log1p((opcodes == OPCODE_IDS[op]).sum()) for op in CONTROL),
+    ])
+
+
+def _input_bytes(opcodes: np.ndarray, kernel: np.ndarray, out_bytes: np.ndarray, edges: np.ndarray) -> float:
+    """Bytes of the parameters some kernel reads: the program's inputs, counted once however
+    many computations pass them on (an exported program's wrapper adds a `call` and its own)."""
+    read = np.zeros(len(opcodes), bool)
+    read[edges[kernel[edges[:, 0]], 1]] = True
+    return float(out_bytes[read & (opcodes == OPCODE_IDS["parameter"])].sum())
+
+
+def _flops(feat: np.ndarray, opcodes: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Per node, as hlo/costs.py counts them from shapes alone: 2 per multiply-add of a dot
+    (contracting one dimension, batch dimensions leading the output) or convolution (its kernel:
+    the smaller operand), one per output element elementwise, one per operand element reduced."""
+    elements = feat[:, _ELEMENTS]
+    rank = (feat[:, _DIMS] > 0).sum(axis=1)
+    operand_elements = [[] for _ in range(len(opcodes))]
+    for u, v in edges:
+        operand_elements[u].append((elements[v], rank[v]))
+    flops = np.where(np.isin(opcodes, _ids(ELEMENTWISE)), elements, 0.0)
+    for node in np.flatnonzero(np.isin(opcodes, _ids(REDUCTIONS))):
+        flops[node] = max([e for e, _ in operand_elements[node]], default=0.0)
+    for node in np.flatnonzero(opcodes == OPCODE_IDS["dot"]):
+        flops[node] = _dot_flops(feat[node], rank[node], operand_elements[node])
+    for node in np.flatnonzero(opcodes == OPCODE_IDS["convolution"]):
+        features = max(feat[node, _DIMS][int(feat[node, _OUTPUT_FEATURE])], 1.0)
+        kernel = min([e for e, _ in operand_elements[node]], default=0.0)
+        flops[node] = 2 * elements[node] * kernel / features
+    return flops
+
+
+def _dot_flops(row: np.ndarray, rank: int, operands: list[tuple[float, int]]) -> float:
+    """2 x output x contracted size: lhs x rhs = batch x output x contracted^2 for one
+    contracting dimension, and the batch dimensions (lhs rank + rhs rank - output rank - 2)
+    lead the output."""
+    if len(operands) != 2:
+        return 0.0
+    (lhs, lhs_rank), (rhs, rhs_rank) = operands
+    batch = float(np.prod(row[_DIMS][:max(lhs_rank + rhs_rank - rank - 2, 0)]))
+    out = max(row[_ELEMENTS], 1.0)
+    return 2 * out * np.sqrt(lhs * rhs / (out * max(batch, 1.0)))
+
+
+def _kinds(opcodes: np.ndarray) -> np.ndarray:
+    """Each node's index in KINDS."""
+    kinds = np.full(len(opcodes), KINDS.index("other"))
+    for kind, ops in (("elementwise", ELEMENTWISE), ("reduce", REDUCTIONS), ("movement", MOVEMENT),
+                      ("dot", {"dot"}), ("convolution", {"convolution"})):
+        kinds[np.isin(opcodes, _ids(ops))] = KINDS.index(kind)
+    return kinds
+
+
+def _ids(opcodes) -> list[int]:
+    return [OPCODE_IDS[op] for op in opcodes if op in OPCODE_IDS]

@@ -1,0 +1,103 @@
+"""The gain model: the same cheap look at a program from its stored and its recorded form, a model
+trained on the flags collection and on a fleet's own tunes, and the allocation it steers."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import hlotune
+from conftest import need
+from hlotune.data.builtin import resolve
+from hlotune.data.npz import read_sample
+from hlotune.fleet import gain_model, gain_rows
+from hlotune.fleet.allocation import MIN_GAIN, PROBE, model_guided
+from hlotune.fleet.gain_model import GainModel
+from hlotune.fleet.program_features import FEATURE_NAMES, program_features, program_graph
+from hlotune.fleet.tune import Outcome
+from hlotune.programs import load_program
+from hlotune.tuning.options import TuneOptions
+from hlotune.tuning.recorded import recorded_spec
+from hlotune.tuning.recorder import recorder_for
+from hlotune.tuning.storage import Recording, TuningDatabase
+from hlotune.tuning.tuner import tune
+
+
+@pytest.fixture(scope="module")
+def stored_mlp() -> np.ndarray:
+    return program_features(read_sample(resolve("builtin:flags/train") / "mlp@tiny.npz").graph)
+
+
+def _recorded(program, location: str) -> Recording:
+    jitted = hlotune.jit(program.fn, db=location)
+    for _ in range(2):
+        jax.block_until_ready(jitted(*program.args))
+    recorder_for(location).flush()
+    with TuningDatabase(location) as db:
+        return db.recordings()[0]
+
+
+def test_a_program_looks_as_its_stored_form_does(stored_mlp):
+    features = program_features(program_graph(load_program("zoo:mlp@tiny")))
+    assert features.shape == (len(FEATURE_NAMES),) and np.isfinite(features).all()
+    assert np.array_equal(features, stored_mlp)
+
+
+def test_a_recorded_program_looks_as_its_stored_form_does(stored_mlp, tmp_path):
+    location = str(tmp_path / "fleet.sqlite")
+    recording = _recorded(load_program("zoo:mlp@tiny"), location)
+    with TuningDatabase(location) as db:
+        spec = recorded_spec(db, recording)
+    assert np.array_equal(program_features(program_graph(load_program(spec, abstract=True))), stored_mlp)
+
+
+def test_the_model_trains_on_the_collection_and_predicts_finite_gains():
+    need("lightgbm", install='pip install "hlotune[gbdt]"')
+    rows = gain_rows.collection_rows()
+    assert rows.features.shape == (151, len(FEATURE_NAMES)) and len(set(rows.families)) == 43
+    assert (rows.gains >= 0).all() and rows.gains.max() > math.log(2)  # haiku-resnet gains 8x
+    model = GainModel.train(rows)
+    assert np.isfinite(model.predict_features(rows.features)).all()
+    assert math.isfinite(model.predict(load_program("zoo:mlp@tiny", abstract=True)))
+
+
+def test_a_fleet_learns_from_its_own_tunes(tmp_path, monkeypatch):
+    location = str(tmp_path / "fleet.sqlite")
+    recording = _recorded(load_program("zoo:mlp@tiny"), location)
+    assert gain_rows.fleet_rows(location).names == ()  # not tuned yet
+    with TuningDatabase(location) as db:
+        tune(recorded_spec(db, recording), options=TuneOptions(budget=3), db_path=location, progress=False)
+    monkeypatch.setattr(gain_rows, "MIN_CONFIGS", 2)
+    rows = gain_rows.fleet_rows(location)
+    assert rows.names == (recording.name,) and rows.families == (f"fleet:{recording.name}",)
+    assert rows.features.shape == (1, len(FEATURE_NAMES)) and rows.gains[0] >= 0
+
+
+class _Spend:
+    """What an allocation calls, charging nothing: records each (program, budget)."""
+
+    location = "unused.sqlite"
+
+    def __init__(self) -> None:
+        self.spent: list[tuple[str, int]] = []
+
+    def __call__(self, program: Recording, budget: int) -> Outcome:
+        self.spent.append((program.name, budget))
+        return Outcome(program, budget, budget, 1.0, 1.0, 1.0)
+
+
+def test_the_model_allocation_probes_by_predicted_saving_and_skips_predicted_nothing(monkeypatch):
+    seconds = {"a": 9.0, "b": 5.0, "c": 3.0, "d": 1.0}
+    speedups = {"a": 1.01, "b": 1.1, "c": 1.5, "d": 1.2}  # c saves 1 s a day, b 0.45, d 0.17, a skipped
+    programs = [Recording(name * 8, name, "", True, "", 0.0, 10, s, 86400.0) for name, s in seconds.items()]
+    monkeypatch.setattr(gain_model, "fleet_gains", lambda location, recorded: {
+        p.program: speedups[p.name] for p in recorded})
+    spend = _Spend()
+    model_guided(programs, spend)
+    assert speedups["a"] < MIN_GAIN
+    assert spend.spent[:3] == [("c", PROBE), ("b", PROBE), ("d", PROBE)]
+    assert "a" not in {name for name, _ in spend.spent}

@@ -40,7 +40,7 @@ from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs
 from hlotune.models import GraphCostModel, ModelConfig, data_fields, predict_scores
 from hlotune.models.files import pretrained_folder, read_model_files
 from hlotune.models.predict import MAX_ROWS
-from hlotune.tuning.strategies import RandomSearch
+from hlotune.tuning.strategies.random_search import RandomSearch
 
 REPO = Path(__file__).resolve().parents[1]
 

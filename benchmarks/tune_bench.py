@@ -3,7 +3,7 @@
 Two sources of measurements, one report:
 
 - replay (the default): each program of the built-in dataset's valid and test families (never
-  trained on; valid only chose the training epoch) is replayed (hlotune.tuning.replay). Its
+  trained on; valid only chose the training epoch) is replayed (hlotune.tuning.runners.replay). Its
   recorded configs are the pool, a run evaluates them in the order its cost model ranks them
   (Exhaustive with a cost model, re-ranked after every batch), the recorded samples answer, and
   the tuner decides as it does live. The oracle is the pool's fastest config. Nothing is
@@ -82,14 +82,18 @@ from hlotune.data.builtin import ROOT
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.tuning.callbacks import UpdateCostModel
-from hlotune.tuning.cost_model import CostModel, RankSum, ScorerCostModel, load_scorers
-from hlotune.tuning.storage import TuningDatabase
-from hlotune.tuning.online import OnlineCostModel
+from hlotune.tuning.loop import Tuner
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.models.online import OnlineCostModel
+from hlotune.tuning.models.rank_sum import RankSum
+from hlotune.tuning.models.scorer import ScorerCostModel, load_scorers
+from hlotune.tuning.models.transfer import load_transfer
 from hlotune.tuning.options import TuneOptions
-from hlotune.tuning.replay import ReplayRunner
-from hlotune.tuning.strategies import Exhaustive, Trial
-from hlotune.tuning.transfer import load_transfer
-from hlotune.tuning.tuner import Tuner, tune
+from hlotune.tuning.runners.replay import ReplayRunner
+from hlotune.tuning.storage import TuningDatabase
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.exhaustive import Exhaustive
+from hlotune.tuning.tuner import tune
 
 WITHIN = 0.02
 VERIFY = MeasureSettings(rounds=20)  # the fresh batch a kept config's speedup is verified in
@@ -137,12 +141,12 @@ LIVE = {  # name -> TuneOptions keywords ("transfer" is fitted on --root's flags
     # ... and a covering first generation: every option value measured once (SearchSpace.covering)
     "guided+online+ucb+cover": dict(strategy="evolutionary", online=True, optimism=1.0,
                                     first_generation="covering"),
-    # a bandit over the guided+online search, TPE and random (tuning/bandit.py)
+    # a bandit over the guided+online search, TPE and random (tuning/strategies/bandit.py)
     "bandit+online": dict(strategy="bandit", online=True),
     "transfer+online": dict(strategy="evolutionary", online=True, model="transfer", first_generation="random"),
     # the default search screening compiled candidates with the kernel program model
     "kernels+online": dict(strategy="evolutionary", online=True, model="pretrained:kernels"),
-    # --space all without its kernel stages: flags x layouts alone (tuning/staged.py)
+    # --space all without its kernel stages: flags x layouts alone (tuning/strategies/staged.py)
     UNSTAGED: dict(strategy="evolutionary", online=True, kernel_stages=False),
 }
 V4 = ("random", "optuna", DEFAULT, "guided+online", "optuna+portfolio")

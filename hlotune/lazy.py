@@ -1,11 +1,14 @@
-"""Package attributes imported on first use (PEP 562), so that importing a package, and so
-`hlotune --help`, never pays for jax or torch."""
+"""Package attributes and registry entries imported on first use (PEP 562), so that importing a
+package, and so `hlotune --help`, never pays for jax or torch."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import reduce
 from importlib import import_module
+from typing import Any
 
 
 def lazy_attributes(package: str, api: Mapping[str, tuple[str, str]],
@@ -21,7 +24,23 @@ def lazy_attributes(package: str, api: Mapping[str, tuple[str, str]],
             name = renamed[name]
         if name not in api:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module, attribute = api[name]
-        return getattr(import_module(module), attribute)
+        return load(*api[name])
 
     return __getattr__
+
+
+def load(module: str, attribute: str) -> Any:
+    """`module`'s `attribute`, imported now; a dotted attribute reaches into it (`Class.method`)."""
+    return reduce(getattr, attribute.split("."), import_module(module))
+
+
+@dataclass(frozen=True)
+class Imported:
+    """A function named by its module and attribute, imported on its first call, so that a
+    registry lists its names (the command line's choices) without importing what they build."""
+
+    module: str
+    attribute: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return load(self.module, self.attribute)(*args, **kwargs)

@@ -31,7 +31,7 @@ from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.programs.program import Program
-from hlotune.tuning.strategies import Exhaustive
+from hlotune.tuning.strategies.exhaustive import Exhaustive
 
 FAST = MeasureSettings(rounds=2, repeats=3, default_replicas=1)
 

@@ -22,12 +22,17 @@ from hlotune.compiler.measure import FAILED, BatchResult, Measurement
 from hlotune.compiler.space import SearchSpace
 from hlotune.programs import load_program
 from hlotune.tuning import final_check as final_check_module
+from hlotune.tuning import loop as loop_module
 from hlotune.tuning import tuner as tuner_module
 from hlotune.tuning.callbacks import Callback
-from hlotune.tuning.storage import Decision, TuningDatabase
 from hlotune.tuning.final_check import RACE_ROUNDS, Beside, Finalist, Race, Standing, final_check
-from hlotune.tuning.strategies import STRATEGIES, Chain, Exhaustive, RandomSearch
-from hlotune.tuning.tuner import Tuner, tune
+from hlotune.tuning.loop import Tuner
+from hlotune.tuning.storage import Decision, TuningDatabase
+from hlotune.tuning.strategies.chain import Chain
+from hlotune.tuning.strategies.exhaustive import Exhaustive
+from hlotune.tuning.strategies.random_search import RandomSearch
+from hlotune.tuning.strategies.registry import STRATEGIES
+from hlotune.tuning.tuner import tune
 
 MLP = "zoo:mlp@tiny"
 A, B, C, D, E, F = (CompileConfig(FlagConfig.from_dict(options)) for options in (
@@ -306,9 +311,10 @@ class _Clock:
 
 
 def _clock(monkeypatch) -> _Clock:
-    """A simulated clock, installed as the tuner's and the final check's."""
+    """A simulated clock, installed as tune()'s, the loop's and the final check's."""
     clock = _Clock()
     monkeypatch.setattr(tuner_module, "time", clock)
+    monkeypatch.setattr(loop_module, "time", clock)
     monkeypatch.setattr(final_check_module, "time", clock)
     return clock
 

@@ -123,7 +123,7 @@ def test_overhead_is_the_least_squares_ns_per_call_and_never_negative():
 
 def test_the_screen_compiles_each_config_once_across_tunes(tmp_path):
     from hlotune.models.gnn import GraphCostModel
-    from hlotune.tuning.kernel_screen import KernelScreen
+    from hlotune.tuning.models.kernel_screen import KernelScreen
 
     config = ModelConfig(collection="tile", node_feat_dim=140, config_dim=24, hidden_dim=8, opcode_dim=4, num_layers=1)
     configs = [CompileConfig(), CompileConfig(FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False})),

@@ -9,8 +9,8 @@ from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
 from hlotune.errors import HlotuneError
-from hlotune.tuning.kernelwise import KERNEL_NOISE, KernelCandidates, Kernelwise, rank_candidates
-from hlotune.tuning.strategies import Trial
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.kernelwise import KERNEL_NOISE, KernelCandidates, Kernelwise, rank_candidates
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -63,8 +63,8 @@ def test_a_tile_tune_measures_each_kernels_favourites_and_keeps_their_times(tmp_
     from hlotune.compiler.kernel_space import program_kernels
     from hlotune.compiler.layouts import LayoutSpace
     from hlotune.programs import load_program
-    from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.fingerprint import program_fingerprint
+    from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.tuner import tune
 
     program = load_program("zoo:mlp@tiny")

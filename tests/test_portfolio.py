@@ -29,8 +29,11 @@ from hlotune.tuning.portfolio import (
     leave_one_family_out,
     load_portfolio,
 )
-from hlotune.tuning.runners import LocalRunner
-from hlotune.tuning.strategies import Evolutionary, OptunaTPE, Trial, make_strategy
+from hlotune.tuning.runners.local import LocalRunner
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.evolutionary import Evolutionary
+from hlotune.tuning.strategies.optuna_search import OptunaTPE
+from hlotune.tuning.strategies.registry import make_strategy
 from hlotune.tuning.tuner import tune
 
 MLP = "zoo:mlp@tiny"

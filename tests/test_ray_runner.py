@@ -12,7 +12,9 @@ from hlotune.compiler.config import DEFAULT_CONFIG
 from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
-from hlotune.tuning import runners
+from hlotune.tuning.runners.local import LocalRunner
+from hlotune.tuning.runners.ray import _split, cluster_machine
+from hlotune.tuning.runners.registry import make_runner
 from hlotune.tuning.storage import TuningDatabase
 from hlotune.tuning.tuner import tune
 
@@ -48,7 +50,7 @@ def test_a_tune_through_ray_workers_stores_their_measurements(local_ray, tmp_pat
 def test_records_go_under_the_measuring_machine(tmp_path):
     here = this_machine()
     worker = dataclasses.replace(here, cpu="A Worker CPU")
-    elsewhere = runners.LocalRunner()
+    elsewhere = LocalRunner()
     elsewhere.machine = worker  # as a Ray runner whose workers are another kind of machine
 
     path = tmp_path / "t.sqlite"
@@ -62,14 +64,14 @@ def test_records_go_under_the_measuring_machine(tmp_path):
 
 def test_workers_of_different_hardware_and_unknown_runners_are_refused():
     here = this_machine()
-    assert runners.cluster_machine([here, here]) == here
+    assert cluster_machine([here, here]) == here
     with pytest.raises(HlotuneError, match="differ in hardware"):
-        runners.cluster_machine([here, dataclasses.replace(here, cores=here.cores + 1)])
+        cluster_machine([here, dataclasses.replace(here, cores=here.cores + 1)])
     with pytest.raises(HlotuneError, match="unknown runner"):
-        runners.make_runner("slurm")
+        make_runner("slurm")
 
 
 def test_a_batch_is_spread_evenly_over_the_workers():
-    assert runners._split(list(range(5)), 2) == [[0, 1, 2], [3, 4]]
-    assert runners._split(list(range(2)), 4) == [[0], [1]]
-    assert runners._split([], 3) == [[]]
+    assert _split(list(range(5)), 2) == [[0, 1, 2], [3, 4]]
+    assert _split(list(range(2)), 4) == [[0], [1]]
+    assert _split([], 3) == [[]]

@@ -11,8 +11,9 @@ from hlotune.compiler.kernel_config import KernelConfig
 from hlotune.compiler.kernels import Kernel
 from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
-from hlotune.tuning.staged import Stage, Staged
-from hlotune.tuning.strategies import Exhaustive, Trial
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.exhaustive import Exhaustive
+from hlotune.tuning.strategies.staged import Stage, Staged
 
 FAST = CompileConfig(flags=FlagConfig((("xla_cpu_use_xnnpack", False),)))
 

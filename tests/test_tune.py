@@ -29,16 +29,22 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import load_scorer
 from hlotune.programs import load_program
-from hlotune.tuning import commands, storage, strategies
+from hlotune.tuning import commands, storage
 from hlotune.tuning.autotune import autotune
 from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.compiled import compile_config
-from hlotune.tuning.cost_model import CostModel, ScorerCostModel
-from hlotune.tuning.storage import Decision, TuningDatabase
 from hlotune.tuning.fingerprint import program_fingerprint
+from hlotune.tuning.loop import Tuner
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.models.scorer import ScorerCostModel
 from hlotune.tuning.options import TuneOptions
-from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial, make_strategy
-from hlotune.tuning.tuner import Tuner, tune
+from hlotune.tuning.recipes.registry import SPACES
+from hlotune.tuning.storage import Decision, TuningDatabase
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.evolutionary import Evolutionary
+from hlotune.tuning.strategies.exhaustive import Exhaustive
+from hlotune.tuning.strategies.registry import STRATEGIES, make_strategy
+from hlotune.tuning.tuner import tune
 
 MLP = "zoo:mlp@tiny"
 FAST = MeasureSettings(rounds=2, repeats=2)
@@ -196,7 +202,7 @@ def _fake_cost(config: CompileConfig) -> float:
     return 1.0 + len(flags.disabled_passes) - 0.1 * len(flags.options) + 0.05 * len(layouts)
 
 
-@pytest.mark.parametrize("name", strategies.STRATEGIES)
+@pytest.mark.parametrize("name", STRATEGIES)
 def test_strategies_are_deterministic_for_a_seed_and_never_repeat(name, mlp_layouts):
     if name in ("optuna", "optuna-gp", "bandit"):  # the bandit's arms include TPE
         need("optuna", install="pip install 'hlotune[optuna]'")
@@ -322,10 +328,8 @@ def test_the_commands_tune_list_show_and_export(tmp_path, capsys):
         _cli("tune", MLP, "--budget", "0", "--db", db)
 
 
-def test_the_commands_offer_what_the_modules_implement():
-    assert commands.SPACES == space.SPACES
-    assert commands.STRATEGIES == strategies.STRATEGIES
-    assert commands.FIRST_GENERATIONS == strategies.FIRST_GENERATIONS
+def test_every_space_has_a_recipe_and_the_formats_are_the_databases():
+    assert tuple(SPACES) == space.SPACES
     assert commands.FORMATS == storage.EXPORT_FORMATS
 
 
@@ -374,7 +378,7 @@ def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_p
 
 def test_a_replay_runner_tunes_from_recorded_measurements(tmp_path):
     from hlotune.data.builtin import ROOT
-    from hlotune.tuning.replay import ReplayRunner
+    from hlotune.tuning.runners.replay import ReplayRunner
 
     runner = ReplayRunner.from_collection(ROOT / "flags" / "test" / "vit@tiny.npz")
     recorded = [config for config in runner.recorded if not config.is_default]
@@ -396,7 +400,7 @@ class _LuckyOnce:
     measurement comes out at `lucky_ns`, as a noisy search batch can."""
 
     def __init__(self, truth: dict, lucky: CompileConfig, lucky_ns: int) -> None:
-        from hlotune.tuning.replay import ReplayRunner
+        from hlotune.tuning.runners.replay import ReplayRunner
 
         self.lucky, self.lucky_ns = lucky, lucky_ns
         recorded = {config: [ns + d for d in (-2, -1, 0, 1, 2, 0)] for config, ns in truth.items()}
@@ -436,7 +440,7 @@ def test_replayed_configs_have_their_recorded_drift_corrected_medians():
     noise target: each replayed config's median must be the one its JSON record gives, scaled by
     its batch's drift, whatever stretch of samples the npz kept."""
     from hlotune.data.builtin import ROOT
-    from hlotune.tuning.replay import ReplayRunner
+    from hlotune.tuning.runners.replay import ReplayRunner
 
     npz = ROOT / "flags" / "test" / "vit@small.npz"  # its batches' defaults differ by 65%
     summary = json.loads(npz.with_suffix(".json").read_text())
@@ -466,7 +470,7 @@ class _SlowCountingRunner:
 
 def _replay_of_vit():
     from hlotune.data.builtin import ROOT
-    from hlotune.tuning.replay import ReplayRunner
+    from hlotune.tuning.runners.replay import ReplayRunner
 
     replay = ReplayRunner.from_collection(ROOT / "flags" / "test" / "vit@tiny.npz")
     return replay, [config for config in replay.recorded if not config.is_default][:12]

@@ -11,9 +11,12 @@ import pytest
 from conftest import need
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.space import SearchSpace
-from hlotune.tuning.bandit import Bandit
-from hlotune.tuning.cost_model import CostModel
-from hlotune.tuning.strategies import Evolutionary, RandomSearch, Strategy, Trial, make_strategy
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.strategies.bandit import Bandit
+from hlotune.tuning.strategies.base import Strategy, Trial
+from hlotune.tuning.strategies.evolutionary import Evolutionary
+from hlotune.tuning.strategies.random_search import RandomSearch
+from hlotune.tuning.strategies.registry import make_strategy
 
 
 class _Listed(Strategy):

@@ -12,19 +12,23 @@ from scipy.stats import kendalltau
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.layouts import LayoutConfig
 from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import ROOT
 from hlotune.errors import HlotuneError
-from hlotune.compiler.layouts import LayoutConfig
 from hlotune.programs import load_program
 from hlotune.tuning.callbacks import UpdateCostModel
-from hlotune.tuning.cost_model import CostModel, RankSum
+from hlotune.tuning.loop import Tuner
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.models.online import ChoiceModel, OnlineCostModel, choices, ridge
+from hlotune.tuning.models.rank_sum import RankSum
+from hlotune.tuning.models.transfer import TransferCostModel, collection_examples, load_transfer
+from hlotune.tuning.runners.replay import ReplayRunner
 from hlotune.tuning.storage import Decision, TuningDatabase
-from hlotune.tuning.online import ChoiceModel, OnlineCostModel, choices, ridge
-from hlotune.tuning.transfer import TransferCostModel, collection_examples, load_transfer
-from hlotune.tuning.replay import ReplayRunner
-from hlotune.tuning.strategies import Evolutionary, Exhaustive, Trial
-from hlotune.tuning.tuner import Tuner, tune
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.evolutionary import Evolutionary
+from hlotune.tuning.strategies.exhaustive import Exhaustive
+from hlotune.tuning.tuner import tune
 
 NO_XNNPACK = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
 NO_FUSION = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["fusion"]}))

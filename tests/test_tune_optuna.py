@@ -11,11 +11,13 @@ from conftest import need
 from hlotune.compiler.config import DEFAULT_CONFIG
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.tuning.storage import TuningDatabase
-from hlotune.compiler.space import SearchSpace
-from hlotune.tuning.strategies import OptunaStudy, OptunaTPE, Trial, make_strategy
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.optuna_search import OptunaStudy, OptunaTPE
+from hlotune.tuning.strategies.registry import make_strategy
 from hlotune.tuning.tuner import tune
 
 optuna = need("optuna", install="pip install 'hlotune[optuna]'")

@@ -35,7 +35,10 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.programs.program import slug_of
 from hlotune.progress import progress_bar
-from hlotune.tuning.strategies import Chain, Exhaustive, RandomSearch, Strategy
+from hlotune.tuning.strategies.base import Strategy
+from hlotune.tuning.strategies.chain import Chain
+from hlotune.tuning.strategies.exhaustive import Exhaustive
+from hlotune.tuning.strategies.random_search import RandomSearch
 
 LAYOUT_SEARCHES = ("random", "default")
 REPLACEMENTS = 2  # failed configs are replaced by at most this many times `configs` further draws

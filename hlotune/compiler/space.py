@@ -7,7 +7,7 @@ or None for the compiler's choice) and one per tunable kernel (its outer-dimensi
 or None for XLA's choice: the "tile" space; or its fusion decision: the "fusion" space,
 compiler/fusion_space.py). A kernel space may stand on a `base` config: its kernels are those
 XLA made under the base's flags and layouts, and every config it makes keeps them (how the
-"all" space tunes kernels after flags and layouts, tuning/staged.py). Independent genes are what mutation,
+"all" space tunes kernels after flags and layouts, tuning/strategies/staged.py). Independent genes are what mutation,
 crossover and Optuna's categorical parameters need. The one dependency among XLA's options
 (the fast-math sub-options mean nothing without fast math) is repaired when a genome becomes a
 config: setting a sub-option turns fast math on. So is one
@@ -67,7 +67,7 @@ class SearchSpace:
     the program's `kernels`, the fusion space its `fusion` choices (fusion_space.fusion_choices),
     both as XLA compiles the `base` config (the default unless given), which every config of
     theirs extends. "all" holds the flag and layout genes: its kernels are tuned in stages
-    after them (tuning/staged.py), since a kernel key holds only under the flags it came from."""
+    after them (tuning/strategies/staged.py), since a kernel key holds only under the flags it came from."""
 
     def __init__(
         self, kind: str, layouts: LayoutSpace | None = None, *, allow_numerics_change: bool = False,

@@ -3,7 +3,7 @@
 The graph is the kernel's fused computation standing alone (hlo/text.py HloText.module_of),
 featurized with the same 140 features as every hlotune graph; each config is one partitioning
 of its outer dimensions. Collection (kernels/tile_files.py) labels the configs with measured
-runtimes; the tile tuner (tuning/kernelwise.py) asks a model to rank them unlabelled.
+runtimes; the tile tuner (tuning/strategies/kernelwise.py) asks a model to rank them unlabelled.
 """
 
 from __future__ import annotations

@@ -131,7 +131,7 @@ def policy_proposals(problem: FusionProblem, policy, samples: int, seed: int) ->
 
 def ranked(problem: FusionProblem, configs: list[CompileConfig]) -> list[CompileConfig]:
     """`configs`, the module roofline's favourite first."""
-    from hlotune.tuning.cost_model import ModuleRoofline
+    from hlotune.tuning.models.roofline import ModuleRoofline
 
     scores = ModuleRoofline(problem.module).predict(configs)
     return [configs[i] for i in np.argsort(scores, kind="stable") if np.isfinite(scores[i])]

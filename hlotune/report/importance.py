@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hlotune.tuning.models.online import choices
+from hlotune.tuning.models.online import ridge as fit_ridge
 from hlotune.tuning.storage import Record
-from hlotune.tuning.online import choices
-from hlotune.tuning.online import ridge as fit_ridge
 
 RIDGE = 1.0
 

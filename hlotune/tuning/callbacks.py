@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hlotune.progress import progress_bar
-from hlotune.tuning.strategies import Trial
+from hlotune.tuning.strategies.base import Trial
 
 if TYPE_CHECKING:
-    from hlotune.tuning.cost_model import CostModel
-    from hlotune.tuning.tuner import Tuner
+    from hlotune.tuning.loop import Tuner
+    from hlotune.tuning.models.base import CostModel
 
 
 class Callback:

@@ -1,17 +1,12 @@
 """`hlotune tune` and `hlotune db`: autotune a program here, and read the tuning database.
 
-    hlotune tune PROGRAM [--space flags|layout|tile|fusion|all] [--budget N] [--time T] [--strategy S]
-                 [--model M] [--per-kernel K] [--fine-tune-every N] [--batch B] [--db PATH] [--seed S]
-                 [--runner local|ray[:ADDRESS]] [--json] [--quiet]
-    hlotune db list [--db PATH] [--json]
-    hlotune db show PROGRAM [--db PATH] [--json]
-    hlotune db export PROGRAM --format json|compiler_options|xla_flags [--db PATH]
-
-With --json, stdout is JSON alone: `tune` prints one object with at least the keys program,
-default_ms, best_ms, speedup, noise, measurements, resumed, best_config and strategy (speedup
-is the kept one, measured after choosing; found_speedup and confirmed_speedup are the search's
-and the choosing rounds', flattered by the choice); `db list` one object per program; `db show`
-one object with every record.
+Every flag is in docs/cli.md, generated from these parsers; the choices of --space and
+--strategy are the registries' (tuning/recipes/, tuning/strategies/). With --json, stdout is
+JSON alone: `tune` prints one object with at least the keys program, default_ms, best_ms,
+speedup, noise, measurements, resumed, best_config and strategy (speedup is the kept one,
+measured after choosing; found_speedup and confirmed_speedup are the search's and the choosing
+rounds', flattered by the choice); `db list` one object per program; `db show` one object with
+every record.
 PROGRAM in `db` is a program spec (its fingerprint is computed) or a fingerprint prefix.
 The database is $HLOTUNE_DB, or ~/.cache/hlotune/tuning.sqlite, unless --db names one.
 Heavy modules (jax) load inside the handlers so that `hlotune --help` stays fast.
@@ -29,14 +24,13 @@ from typing import TYPE_CHECKING
 
 from hlotune.errors import HlotuneError
 from hlotune.progress import add_quiet
+from hlotune.tuning.recipes.registry import SPACES
+from hlotune.tuning.strategies.registry import FIRST_GENERATIONS, STRATEGIES
 
 if TYPE_CHECKING:
     from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.options import TuneOptions
 
-SPACES = ("flags", "layout", "tile", "fusion", "all")
-STRATEGIES = ("evolutionary", "bandit", "random", "exhaustive", "optuna", "optuna-gp")  # strategies.py's
-FIRST_GENERATIONS = ("random", "covering", "portfolio")  # strategies.py's
 FORMATS = ("json", "compiler_options", "xla_flags")
 DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"
 
@@ -56,7 +50,7 @@ def add_commands(subparsers) -> None:
     )
     tune.add_argument("program", metavar="PROGRAM", help="zoo:, corpus: or go:NAME[@VARIANT], "
                       "path/to/file.py:FACTORY or export:PATH")
-    tune.add_argument("--space", choices=SPACES, default="flags",
+    tune.add_argument("--space", choices=tuple(SPACES), default="flags",
                       help="what to search (default flags); all searches flags x layouts, then "
                       "spends an eighth of the budget each on the tile and the fusion space of "
                       "the best config so far (docs/tuning.md)")
@@ -65,7 +59,7 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--time", type=float, metavar="T",
                       help="stop searching after T seconds from the start (loading, ranking and "
                       "compiling count), or --budget configs, whichever comes first")
-    tune.add_argument("--strategy", choices=STRATEGIES, default="evolutionary",
+    tune.add_argument("--strategy", choices=tuple(STRATEGIES), default="evolutionary",
                       help="evolutionary (default: bred candidates ranked by --model, in the flags "
                       "space from the shipped portfolio), bandit (it, TPE and random sharing each "
                       "batch; needs the optuna extra), random, exhaustive, optuna (TPE) or "

@@ -11,13 +11,23 @@ and the decorator, which tunes on the machine it runs on, takes them without a r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from hlotune.compiler.measure import MeasureSettings
-from hlotune.compiler.space import SPACES
 from hlotune.errors import HlotuneError
-from hlotune.tuning.strategies import RANKED, STRATEGIES, Strategy, check_first_generation
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.recipes.registry import SPACES
+from hlotune.tuning.strategies.base import Strategy
+from hlotune.tuning.strategies.parts import StrategyFactory
+from hlotune.tuning.strategies.registry import (
+    FIRST_GENERATIONS,
+    RANKED,
+    STRATEGIES,
+    StrategyKind,
+    check_first_generation,
+)
 
 if TYPE_CHECKING:
     from optuna.samplers import BaseSampler
@@ -30,7 +40,7 @@ if TYPE_CHECKING:
 # speedup at budget 8 [1.031, 1.143]; at 32 TPE kept 1.015x its speedup [0.982, 1.044], inside
 # the noise, and TPE from the portfolio (seed 0) kept less than either.
 DEFAULT_STRATEGY = "evolutionary"
-# The shipped models (cost_model.load_scorers). At 32 on the nineteen programs, the search
+# The shipped models (models/scorer.load_scorers). At 32 on the nineteen programs, the search
 # without them (the online model alone) found 1.031x less [1.005, 1.060] and kept 1.007x less.
 DEFAULT_MODEL = "pretrained"
 
@@ -42,13 +52,16 @@ class TuneOptions:
     space: str = "flags"  # flags, layout, tile, fusion or all
     budget: int | None = 32  # evaluated configs, the default included; None: time_s alone
     time_s: float | None = None  # seconds of search; whichever of the two ends first
-    # A name, a Strategy (e.g. Exhaustive([...]) to measure chosen configs) or an Optuna sampler.
-    strategy: str | Strategy | BaseSampler = DEFAULT_STRATEGY
-    # Ranks the evolutionary strategy's candidates (the tile space: each kernel's candidates,
-    # a model named only, `tile_model`): "pretrained" (the shipped models), a scorer, a name for load_scorer,
-    # "transfer[@DIR]" (flags only), or None. The fusion space ranks by the module roofline
-    # (cost_model.ModuleRoofline) unless None.
-    model: str | Scorer | None = DEFAULT_MODEL
+    # A name, a factory of a Strategy from the tune's StrategyParts (built as a name's is:
+    # docs/extending.md), a Strategy given whole (e.g. Exhaustive([...]) to measure chosen
+    # configs: used as it is) or an Optuna sampler.
+    strategy: str | StrategyFactory | Strategy | BaseSampler = DEFAULT_STRATEGY
+    # Ranks a ranked strategy's candidates (the tile space: each kernel's candidates, a model
+    # named only, `tile_model`): "pretrained" (the shipped models), a scorer, a name for
+    # load_scorer, "transfer[@DIR]" (flags only), a CostModel of yours (closed by you), or None.
+    # The fusion space ranks by the module roofline (models/roofline.py) unless given a
+    # CostModel or None.
+    model: str | Scorer | CostModel | None = DEFAULT_MODEL
     fine_tune_every: int | None = None  # fine-tune the model every N evaluated configs
     online: bool = True  # the model also learns this program's measurements after every batch
     # the online model ranks by predicted log cost less `optimism` posterior standard
@@ -66,7 +79,7 @@ class TuneOptions:
     # tile, ranked: candidates measured per kernel, the model's favourites (`tile_model`; 5: all)
     per_kernel: int = 2
     # all: after flags x layouts, the tile and fusion searches on the best config's kernels
-    # (tuning/staged.py); False: flags x layouts alone
+    # (strategies/staged.py); False: flags x layouts alone
     kernel_stages: bool = True
     seed: int = 0
     allow_numerics_change: bool = False  # also search options that change results by design
@@ -93,16 +106,17 @@ class TuneOptions:
             raise HlotuneError(
                 f"strategy must be one of {', '.join(STRATEGIES)}, got {self.strategy!r}"
             )
-        # an Optuna sampler is the optuna strategy's; a Strategy given whole makes its own firsts
-        check_first_generation(self.first, self.strategy if isinstance(self.strategy, str)
-                               else None if isinstance(self.strategy, Strategy) else "optuna")
+        # an Optuna sampler's are the optuna strategy's, a factory takes every one, and a
+        # Strategy given whole makes its own first configs
+        check_first_generation(self.first, self.kind, self.strategy if isinstance(self.strategy, str)
+                               else "a Strategy given whole" if self.kind is None else "optuna")
         if self.immigrants and not self.ranked:
             raise HlotuneError(f"immigrants are drawn by the {' and '.join(RANKED)} strategies only, "
                                f"not by {self.strategy!r}")
         if self.ranking_model is not None and not self.ranked:
-            if isinstance(self.strategy, Strategy):
-                raise HlotuneError("model ranks for a strategy named here: give your Strategy "
-                                   "its cost model instead")
+            if self.kind is None:
+                raise HlotuneError("model ranks for the strategies built here, not one given whole: "
+                                   "give its factory instead (docs/extending.md)")
             other = repr(self.strategy) if isinstance(self.strategy, str) else "an Optuna sampler"
             raise HlotuneError(f"model ranks candidates of the {' and '.join(RANKED)} strategies "
                                f"only, not of {other}")
@@ -117,7 +131,7 @@ class TuneOptions:
         return "portfolio" if self.space == "flags" and self.strategy == "evolutionary" else "random"
 
     @property
-    def ranking_model(self) -> str | Scorer | None:
+    def ranking_model(self) -> str | Scorer | CostModel | None:
         """`model`, but the default serves only the strategy that ranks: with another, none."""
         if self.model == DEFAULT_MODEL and not self.ranked:
             return None
@@ -127,13 +141,15 @@ class TuneOptions:
     def tile_model(self) -> str | Scorer | None:
         """What ranks the tile search's candidates (`--space tile`, and `all`'s tile stage):
         the model named, but none by default, as the shipped tile model keeps less of the
-        kernel time saved than a random order (tuning/kernelwise.py)."""
-        return None if self.model == DEFAULT_MODEL else self.model
+        kernel time saved than a random order (strategies/kernelwise.py), nor for a CostModel,
+        which ranks whole configs."""
+        return None if self.model == DEFAULT_MODEL or isinstance(self.model, CostModel) else self.model
 
     @property
     def kernelwise(self) -> bool:
-        """The tile space's ranked search is XTAT's: each kernel on its own (kernelwise.py)."""
-        return self.space == "tile" and self.ranked
+        """The tile space's search by a ranked strategy named is XTAT's: each kernel on its own
+        (strategies/kernelwise.py)."""
+        return self.space == "tile" and self.strategy in RANKED
 
     @property
     def learns_online(self) -> bool:
@@ -144,4 +160,18 @@ class TuneOptions:
     @property
     def ranked(self) -> bool:
         """Whether the strategy is one whose candidates a cost model ranks."""
-        return isinstance(self.strategy, str) and self.strategy in RANKED
+        return self.kind is not None and self.kind.ranked
+
+    @property
+    def kind(self) -> StrategyKind | None:
+        """How the strategy is built: a name's (strategies/registry.py), an Optuna sampler's (the
+        optuna strategy's), or a factory's, which is handed all a ranked strategy is; None for
+        a Strategy given whole."""
+        if isinstance(self.strategy, str):
+            return STRATEGIES[self.strategy]
+        if isinstance(self.strategy, Strategy):
+            return None
+        if callable(self.strategy):
+            return StrategyKind(self.strategy, ranked=True, first_generations=FIRST_GENERATIONS)
+        optuna = STRATEGIES["optuna"]
+        return replace(optuna, factory=partial(optuna.factory, sampler=self.strategy))

@@ -16,7 +16,7 @@ the median share.
 
 `hlotune rebuild portfolio` rebuilds the shipped file (portfolios/flags.json) from
 builtin:flags/train and prints that evaluation; `first_generation="portfolio"` asks its
-configs first (strategies.py).
+configs first (strategies/registry.py).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import resolve
 from hlotune.errors import HlotuneError
 from hlotune.spellings import moved, python_m
-from hlotune.tuning.transfer import collection_examples
+from hlotune.tuning.models.transfer import collection_examples
 
 SOURCE = "builtin:flags/train"
 SHIPPED = Path(__file__).resolve().parent / "portfolios" / "flags.json"

@@ -20,7 +20,7 @@ import numpy as np
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.measure import Measurer, MeasureSettings
 from hlotune.kernels.program_model import CompiledConfig, CompiledThunk, KernelProgramModel
-from hlotune.tuning.cost_model import CostModel
+from hlotune.tuning.models.base import CostModel
 
 
 class KernelScreen(CostModel):

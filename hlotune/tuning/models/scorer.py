@@ -1,11 +1,10 @@
-"""Cost models in the tuning loop: they score candidate configs so only the best get measured.
+"""The scorers of `hlotune eval` as the tuner's cost model, so only the best candidates get measured.
 
-`CostModel` is the interface a strategy ranks with (`predict`) and the tuner teaches
-(`update`, after measurements), as in MetaSchedule. `ScorerCostModel` wraps the scorers of
-`hlotune eval` (trained GNNs, baselines): it encodes the candidates exactly as collection does
-(hlotune.compiler.encode) and asks the scorer of each collection the space needs. A scorer
-knows one collection, so the flags space is ranked by a flags model, the layout space by a
-layout model, and the combined space by both: a candidate's score is the sum of its two ranks.
+`ScorerCostModel` wraps the scorers of `hlotune eval` (trained GNNs, baselines): it encodes the
+candidates exactly as collection does (hlotune.compiler.encode) and asks the scorer of each
+collection the space needs. A scorer knows one collection, so the flags space is ranked by a
+flags model, the layout space by a layout model, and the combined space by both: a candidate's
+score is the sum of its two ranks.
 
 By default the shipped pretrained models rank (`pretrained:flags`, `pretrained:layout`);
 `update` fine-tunes the models that can learn (trained GNNs, not baselines) on the program's
@@ -14,7 +13,6 @@ own measurements (hlotune.train.fine_tune).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -25,22 +23,11 @@ from hlotune.compiler.encode import ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
+from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.options import DEFAULT_MODEL
-from hlotune.tuning.strategies import Trial
+from hlotune.tuning.strategies.base import Trial
 
 COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "tile": ("tile",), "all": ("flags", "layout")}
-
-
-class CostModel(ABC):
-    """Predicts which configs of one program run faster, and learns from measured ones."""
-
-    @abstractmethod
-    def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
-        """One score per config, lower = predicted faster (only the order matters)."""
-
-    def update(self, trials: Sequence[Trial], default_ns: float) -> None:
-        """Learn from `trials` (costs relative to the default, which ran in `default_ns`);
-        a model that cannot learn ignores them."""
 
 
 def load_scorers(model: str | Scorer, space_kind: str) -> dict[str, Scorer]:
@@ -84,38 +71,3 @@ class ScorerCostModel(CostModel):
         for collection, scorer in self._scorers.items():
             if isinstance(scorer, ModelScorer):
                 scorer.fine_tune(self._encoder.graph_sample(collection, configs, runtimes), seed=seed)
-
-
-class ModuleRoofline(CostModel):
-    """Scores fusion configs by the analytical roofline of the module each makes
-    (compiler/fusion_space.module_seconds): the fusion space's prior, as no learned fusion model
-    ships. A config whose rewrite is invalid scores last."""
-
-    def __init__(self, module: str) -> None:
-        self._module = module
-
-    def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
-        from hlotune.compiler.fusion_space import module_seconds
-
-        scores = []
-        for config in configs:
-            try:
-                scores.append(module_seconds(config.kernels.apply(self._module)))
-            except HlotuneError:
-                scores.append(np.inf)
-        return np.asarray(scores)
-
-
-class RankSum(CostModel):
-    """Several models' rankings summed (each model's scores are in units of its own): a
-    candidate several models like comes first. Every model learns from what is measured."""
-
-    def __init__(self, models: Sequence[CostModel]) -> None:
-        self.models = list(models)
-
-    def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
-        return np.sum([rankdata(model.predict(configs)) for model in self.models], axis=0)
-
-    def update(self, trials: Sequence[Trial], default_ns: float) -> None:
-        for model in self.models:
-            model.update(trials, default_ns)

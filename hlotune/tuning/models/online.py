@@ -19,8 +19,8 @@ import numpy as np
 from scipy.stats import kendalltau, rankdata
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.tuning.cost_model import CostModel
-from hlotune.tuning.strategies import Trial
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.strategies.base import Trial
 
 
 def choices(config: CompileConfig) -> list[str]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
-from hlotune.tuning.strategies import Strategy, Trial
+from hlotune.tuning.strategies.base import Strategy, Trial
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ import numpy as np
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.data.builtin import resolve
 from hlotune.errors import HlotuneError
-from hlotune.tuning.cost_model import CostModel
-from hlotune.tuning.online import ChoiceModel
-from hlotune.tuning.replay import ReplayRunner
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.models.online import ChoiceModel
+from hlotune.tuning.runners.replay import ReplayRunner
 
 TRANSFER = "transfer"  # the --model name
 PENALTY = 1.0  # ridge penalty, in configs: a light touch on thousands of pooled configs

@@ -20,7 +20,11 @@ from collections import deque
 from collections.abc import Sequence
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.tuning.strategies import Strategy, Trial
+from hlotune.tuning.strategies.base import Strategy, Trial
+from hlotune.tuning.strategies.evolutionary import Evolutionary
+from hlotune.tuning.strategies.optuna_search import OptunaTPE
+from hlotune.tuning.strategies.parts import StrategyParts
+from hlotune.tuning.strategies.random_search import RandomSearch
 
 
 class Bandit(Strategy):
@@ -42,6 +46,13 @@ class Bandit(Strategy):
         self._outcomes = [deque(maxlen=window) for _ in arms]  # 1: a new best, 0: not
         self._uses = [0] * len(arms)
         self._owner: dict[CompileConfig, int] = {}  # config asked -> the arm that asked it
+
+    @classmethod
+    def from_parts(cls, parts: StrategyParts) -> Bandit:
+        """`--strategy bandit`: the ranked evolutionary search, TPE and random search, whose arm
+        draws other configs than the evolutionary arm's random first generation."""
+        return cls(Evolutionary.from_parts(parts), OptunaTPE(parts.space, parts.seed, study=parts.study),
+                   RandomSearch(parts.space, parts.seed + 1))
 
     def ask(self, n: int) -> list[CompileConfig]:
         slots = self._slots(n)

@@ -30,7 +30,7 @@ from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.hlo.text import HloText
 from hlotune.kernels.sample import kernel_sample
-from hlotune.tuning.strategies import Strategy, Trial
+from hlotune.tuning.strategies.base import Strategy, Trial
 
 KERNEL_GENE = "kernel:"  # compiler/space.py's prefix of a kernel's gene
 # A kernel's candidate is taken only this much faster than XLA's choice in its batch: a default

@@ -1,8 +1,4 @@
-"""Where measurement batches run: here (the default) or on the workers of a Ray cluster.
-
-A runtime belongs to the machine it was measured on, so a runner says which machine that is
-(`machine`) and the tuner reads and writes the database under its hardware fingerprint, never
-the driver's. The local runner measures in a worker process on this machine.
+"""Measurements on the workers of a Ray cluster.
 
 The Ray runner (`ray` or `ray:ADDRESS`) connects with `ray.init(address=...)` to a cluster
 that Ray's own tools started (`ray start --head` on one machine, `ray start --address
@@ -29,58 +25,19 @@ import logging
 import socket
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 from hlotune.atomic import write_bytes_atomic
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.machine import Machine, this_machine
-from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurer, measure
+from hlotune.compiler.measure import BatchResult, MeasureSettings, measure
 from hlotune.errors import HlotuneError
 from hlotune.extras import require
 from hlotune.programs import EXPORT_PREFIX
 
 _START_TIMEOUT_S = 120.0  # for every worker to start and report its machine
 _CONNECT_TIMEOUT_S = 10.0
-
-
-class Runner(Protocol):
-    """Measures batches of a program's configs on one kind of machine."""
-
-    machine: Machine  # what every measurement runs on; records are stored under it
-
-    def measure(
-        self, program: str, configs: Sequence[CompileConfig], settings: MeasureSettings
-    ) -> list[BatchResult]:
-        """The configs measured in one or more batches, each beside its own default replicas
-        (one batch, even for no configs: the default alone)."""
-
-    def close(self) -> None: ...
-
-
-class LocalRunner:
-    """Measures on this machine, one batch at a time, the batches of a program in one worker
-    (`Measurer`: its program is loaded once, not once per batch)."""
-
-    def __init__(self) -> None:
-        self.machine = this_machine()
-        self._measurer: Measurer | None = None
-
-    def measure(
-        self, program: str, configs: Sequence[CompileConfig], settings: MeasureSettings
-    ) -> list[BatchResult]:
-        current = self._measurer
-        if current is None or (current.program, current.settings) != (program, settings):
-            self.close()
-            self._measurer = Measurer(program, settings)
-        return [self._measurer.measure(configs)]
-
-    def close(self) -> None:
-        if self._measurer is not None:
-            self._measurer.close()
-            self._measurer = None
 
 
 class RayRunner:
@@ -216,29 +173,6 @@ def _check_reachable(address: str | None) -> None:
     except OSError as error:
         raise HlotuneError(f"no Ray cluster answers at {address} ({error.strerror or error}): "
                            "start one with `ray start --head`") from None
-
-
-def make_runner(spec: str) -> Runner:
-    """`local`, `ray` or `ray:ADDRESS` (as `ray.init(address=ADDRESS)`)."""
-    kind, _, address = spec.partition(":")
-    if kind == "local" and not address:
-        return LocalRunner()
-    if kind == "ray":
-        return RayRunner(address or None)
-    raise HlotuneError(f"unknown runner {spec!r}: use local, ray or ray:ADDRESS")
-
-
-@contextmanager
-def open_runner(runner: str | Runner) -> Iterator[Runner]:
-    """The runner a spec names, closed afterwards; a Runner given as an object stays open."""
-    if not isinstance(runner, str):
-        yield runner
-        return
-    made = make_runner(runner)
-    try:
-        yield made
-    finally:
-        made.close()
 
 
 def _split(configs: list[CompileConfig], parts: int) -> list[list[CompileConfig]]:

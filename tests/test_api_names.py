@@ -3,6 +3,7 @@ release, warning that it is going."""
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import pytest
@@ -24,3 +25,12 @@ def test_featurize_source_reads_a_source_and_the_old_name_warns_but_still_works(
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'featurise'"):
         _ = hlotune.featurise
+
+
+@pytest.mark.parametrize("package", ["hlotune", "hlotune.tuning"])
+def test_every_lazy_name_imports(package):
+    """Each name a package serves lazily (its `_API`) resolves to the attribute it points at,
+    so a module moved without its entry here fails now, not on a user's first use."""
+    module = importlib.import_module(package)
+    for name, (where, attribute) in module._API.items():
+        assert getattr(module, name) is getattr(importlib.import_module(where), attribute), name

@@ -1,4 +1,5 @@
-"""docs/extending.md's examples run as written, and the tune really uses their strategy and runner."""
+"""docs/extending.md's examples run as written, and the tune really uses their strategy, runner,
+cost model and callback; a strategy built from its parts gets what a named one does."""
 
 from __future__ import annotations
 
@@ -6,14 +7,27 @@ import re
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import hlotune
+from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.space import SearchSpace
+from hlotune.errors import HlotuneError
+from hlotune.tuning.callbacks import Callback
+from hlotune.tuning.models.base import CostModel
+from hlotune.tuning.options import TuneOptions
+from hlotune.tuning.storage import Decision, TuningDatabase
+from hlotune.tuning.strategies.base import Trial
+from hlotune.tuning.strategies.parts import StrategyParts
+from hlotune.tuning.strategies.random_search import RandomSearch
 from hlotune.tuning.tuner import tune
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
 FAST = MeasureSettings(rounds=2, repeats=2)
+WINNER = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))  # another program's
 
 
 def _examples() -> list[str]:
@@ -30,22 +44,26 @@ def _run(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     return namespace
 
 
-def test_the_doc_has_one_strategy_and_one_runner_example_under_40_lines():
-    strategy, runner = _examples()
-    assert "class NearBest(Strategy)" in strategy and "strategy=strategy" in strategy
+def test_the_doc_has_a_strategy_a_runner_a_cost_model_and_a_callback_example_under_40_lines():
+    strategy, runner, model, callback = _examples()
+    assert "class NearBest(Strategy)" in strategy and "strategy=NearBest" in strategy
     assert "class CountingRunner" in runner and "runner=runner" in runner
-    assert len(strategy.splitlines()) < 40 and len(runner.splitlines()) < 40
+    assert "class FewerChanges(CostModel)" in model and "model=model" in model
+    assert "class BestSoFar(Callback)" in callback and "callbacks=[watch]" in callback
+    assert all(len(example.splitlines()) < 40 for example in _examples())
 
 
-def test_the_custom_strategy_is_asked_and_names_the_result(tmp_path, monkeypatch):
+def test_the_custom_strategy_is_built_over_the_tunes_space_and_ranks_by_its_model(tmp_path, monkeypatch):
     namespace = _run(_examples()[0], tmp_path, monkeypatch)
-    strategy, result = namespace["strategy"], namespace["result"]
-    assert strategy.asks >= 1
+    result = namespace["result"]
     assert result.strategy == "near-best"
     assert result.measurements == 3  # budget 3: the default and the two configs it asked
-    asked = [config for config in strategy.costs if not config.is_default]
-    assert len(asked) == 2 and asked[0] in strategy.seen  # told back what it asked
     assert (tmp_path / "tune.sqlite").is_file()
+
+    strategy = namespace["NearBest"](StrategyParts(SearchSpace("flags"), cost_model=_FewerOptions()))
+    strategy.tell([Trial(DEFAULT_CONFIG, 1.0)])
+    asked = strategy.ask(3)
+    assert len(asked) == 3 and asked == sorted(asked, key=_options)  # the model's favourites
 
 
 def test_the_custom_runner_measures_every_batch(tmp_path, monkeypatch):
@@ -54,3 +72,53 @@ def test_the_custom_runner_measures_every_batch(tmp_path, monkeypatch):
     assert runner.batches >= 1 and runner.configs >= 2  # the two searched configs at least
     assert result.measurements == 3
     assert result.fingerprint and runner.inner._measurer is None  # closed by the example
+
+
+def test_the_cost_model_ranks_the_candidates_and_learns(tmp_path, monkeypatch):
+    namespace = _run(_examples()[2], tmp_path, monkeypatch)
+    model, result = namespace["model"], namespace["result"]
+    assert model.ranked > 0 and model.updates >= 2 and model.weight
+    assert result.measurements == 12
+
+
+def test_the_callback_sees_every_batch(tmp_path, monkeypatch):
+    namespace = _run(_examples()[3], tmp_path, monkeypatch)
+    watch, result = namespace["watch"], namespace["result"]
+    assert len(watch.best) == 2 and watch.best == sorted(watch.best)  # budget 5: the default, 2 and 2
+    assert watch.best[-1] == result.history[-1] and watch.failed == result.failed
+
+
+def test_a_strategy_built_from_its_parts_is_warm_started_staged_and_ranked(tmp_path):
+    """As a named one: over the tune's all space, with its cost model, after the winners of
+    other programs, and before the kernel stages (none measured on this budget)."""
+    path, built = tmp_path / "t.sqlite", []
+    with TuningDatabase(path) as db:
+        db.register("another", "another program")
+        db.decide(Decision("another", WINNER, WINNER, 200.0, 150.0, 0.01, "random", "flags", 0.0))
+
+    def factory(parts: StrategyParts) -> RandomSearch:
+        built.append(parts)
+        return RandomSearch(parts.space, parts.seed)
+
+    class FirstAsked(Callback):
+        def on_end(self, tuner):
+            self.config = tuner.trials[1].config  # after the default
+
+    first = FirstAsked()
+    result = tune("zoo:mlp@tiny", space="all", budget=4, batch=3, strategy=factory, db_path=path,
+                  settings=FAST, progress=False, callbacks=[first])
+    (parts,) = built
+    assert parts.space.kind == "all" and parts.cost_model is not None
+    assert first.config == WINNER and result.strategy == "random+tile+fusion"
+    assert TuneOptions(strategy=factory, model="baseline:analytical").ranked
+    with pytest.raises(HlotuneError, match="give its factory"):
+        TuneOptions(strategy=RandomSearch(SearchSpace("flags")), model="baseline:analytical")
+
+
+class _FewerOptions(CostModel):
+    def predict(self, configs):
+        return np.array([_options(config) for config in configs], dtype=float)
+
+
+def _options(config: CompileConfig) -> int:
+    return len(config.flags.options) + len(config.flags.disabled_passes)

@@ -177,8 +177,8 @@ def main() -> int:
           f"{skipped['largest_gain']:.2f}x; its top features: {', '.join(result['top_features'])}")
     predicted, found = zip(*result["unseen"].values())
     print(f"\nSeven numerical programs of no collected family: Spearman {spearmanr(predicted, found)[0]:.2f}\n")
-    print(harness.markdown(["program", "predicted", "found at 32"],
-                           [[name, f"{p:.2f}x", f"{f:.2f}x"] for name, (p, f) in result["unseen"].items()], align="lrr"))
+    rows = [[name, f"{p:.2f}x", f"{f:.2f}x"] for name, (p, f) in result["unseen"].items()]
+    print(harness.markdown(["program", "predicted", "found at 32"], rows, align="lrr"))
     print("\n    python benchmarks/gain_model_bench.py")
     if args.json:
         print(json.dumps(result))

@@ -65,6 +65,15 @@ def test_the_model_trains_on_the_collection_and_predicts_finite_gains():
     assert math.isfinite(model.predict(load_program("zoo:mlp@tiny", abstract=True)))
 
 
+def test_a_fleet_gets_a_predicted_speedup_for_each_recorded_program(tmp_path):
+    need("lightgbm", install='pip install "hlotune[gbdt]"')
+    location = str(tmp_path / "fleet.sqlite")
+    recording = _recorded(load_program("zoo:mlp@tiny"), location)
+    gains = gain_model.fleet_gains(location, [recording])
+    assert list(gains) == [recording.program]
+    assert math.isfinite(gains[recording.program]) and gains[recording.program] > 0
+
+
 def test_a_fleet_learns_from_its_own_tunes(tmp_path, monkeypatch):
     location = str(tmp_path / "fleet.sqlite")
     recording = _recorded(load_program("zoo:mlp@tiny"), location)

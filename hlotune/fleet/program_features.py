@@ -21,7 +21,7 @@ from hlotune.programs.program import Program
 
 # Node feature columns (docs/features.md).
 _TYPE, _DIMS, _ELEMENTS = slice(2, 21), slice(21, 27), 28
-_WINDOW_ELEMENTS, _OUTPUT_FEATURE = 44, 106
+_OUTPUT_FEATURE = 106  # the output feature dimension of a convolution
 # Bytes per element of the element type one-hot's columns (tuples, tokens, opaque: 0).
 _TYPE_BYTES = np.array([0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0, 0], np.float64)
 _BF16_COLUMN, _F32_COLUMN = 13, 11

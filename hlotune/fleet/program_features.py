@@ -108,7 +108,8 @@ def _flops(feat: np.ndarray, opcodes: np.ndarray, edges: np.ndarray) -> np.ndarr
     for node in np.flatnonzero(opcodes == OPCODE_IDS["dot"]):
         flops[node] = _dot_flops(feat[node], rank[node], operand_elements[node])
     for node in np.flatnonzero(opcodes == OPCODE_IDS["convolution"]):
-        features = max(feat[node, _DIMS][int(feat[node, _OUTPUT_FEATURE])], 1.0)
+        dims = feat[node, _DIMS]  # the first 6: a dimension past them counts 1
+        features = max(dims[int(feat[node, _OUTPUT_FEATURE])] if feat[node, _OUTPUT_FEATURE] < len(dims) else 1.0, 1.0)
         kernel = min([e for e, _ in operand_elements[node]], default=0.0)
         flops[node] = 2 * elements[node] * kernel / features
     return flops

@@ -3,10 +3,12 @@
 A tuned config only holds for one computation on one machine, so the wrapper works per
 signature (the static values, the other arguments' tree, shapes and dtypes): the first call
 with a new signature exports the function (hlotune.programs.exported), computes the program
-fingerprint and asks the tuning database for a decision made on this machine under this jax. With one, calls run the program compiled
-under the chosen config; without one, `tune_on_first_call` tunes it there and then (measuring
-in a worker process, which takes a while) and later calls reuse the result, otherwise calls
-run plain `jax.jit(fn)`. Each signature is resolved once per wrapper; `choice(*args)` says
+fingerprint and asks the tuning database for a decision made on this machine under this jax.
+With one, calls run the program compiled under the chosen config; without one,
+`tune_on_first_call` tunes it there and then (measuring in a worker process, or in this one for
+a function with host callbacks, which takes a while) and later calls reuse the result,
+otherwise calls run plain `jax.jit(fn)`.
+Each signature is resolved once per wrapper; `choice(*args)` says
 what calls with such arguments run. A call goes first to the last call's executable where that
 is a decision's (a jax Compiled, no argument layout to put), which checks the arguments in C++:
 a Python lookup before every call costs some 4 µs, and 20-40 µs more in a tight loop, where
@@ -109,26 +111,24 @@ class Autotuned:
         """The entry of `call`'s signature, whose `call` takes its traced arguments."""
         import jax
 
-        from hlotune.programs.exported import export_function
+        from hlotune.programs.function_program import function_program
         from hlotune.tuning.fingerprint import program_fingerprint
         from hlotune.tuning.tuner import tune
 
         keyed = call.keyed()
-        exported = export_function(keyed, call.data)
-        folder = local_folder(self._db) / "programs"
-        program = exported.program(folder)
-        fingerprint = program_fingerprint(program)
+        # exported, or live where host callbacks keep it in this process
+        program = function_program(keyed, call.data, local_folder(self._db) / "programs")
+        fingerprint = program_fingerprint(program.measured)
         decision = None
         if exists(self._db):
             with TuningDatabase(self._db) as db:
                 decision = db.best(fingerprint,
                                    allow_numerics_change=self._options.allow_numerics_change)
         if decision is not None:
-            return _compiled(program, keyed, Choice(decision.chosen, DATABASE, fingerprint))
+            return _compiled(program.user, keyed, Choice(decision.chosen, DATABASE, fingerprint))
         if self._tune_on_first_call:
-            result = tune(exported.save(folder), options=self._options, db_path=self._db,
-                          progress=self._progress)
-            return _compiled(program, keyed, Choice(result.best_config, TUNED, fingerprint))
+            result = tune(program, options=self._options, db_path=self._db, progress=self._progress)
+            return _compiled(program.user, keyed, Choice(result.best_config, TUNED, fingerprint))
         return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), jax.jit(call.function))
 
 

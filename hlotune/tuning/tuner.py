@@ -23,6 +23,8 @@ from typing import Any
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.programs.calls import BoundCall, jit_function
+from hlotune.programs.function_program import FunctionProgram, function_program
+from hlotune.programs.keys import KeyedFunction
 from hlotune.tuning.callbacks import Callback, ProgressBar, UpdateCostModel
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
@@ -34,12 +36,12 @@ from hlotune.tuning.recipes.build import Build
 from hlotune.tuning.recipes.registry import SPACES
 from hlotune.tuning.result import TuneResult
 from hlotune.tuning.runners.base import Runner
-from hlotune.tuning.runners.registry import open_runner
+from hlotune.tuning.runners.in_process import runner_for
 from hlotune.tuning.storage import TuningDatabase, default_db_location, local_folder
 
 
 def tune(
-    program: str | Callable,
+    program: str | Callable | FunctionProgram,
     *args,
     options: TuneOptions | None = None,
     db_path: str | Path | None = None,
@@ -68,26 +70,32 @@ def tune(
 
     A function is exported with jax.export into `programs/` beside the database (so the worker
     can load it, see hlotune.programs.exported); on it the layout space holds only the arguments'
-    layouts. `result.compiled()` takes and returns what the function does, for the same static
+    layouts. One jax.export cannot serialize (host callbacks) is measured in this process,
+    with a warning (runners/in_process.py); @autotune passes its FunctionProgram as `program`.
+    `result.compiled()` takes and returns what the function does, for the same static
     values. `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read
     and written under its machine's hardware fingerprint (runners/). `callbacks` see every
     batch.
     """
     started = time.monotonic()
-    function = None if isinstance(program, str) else program
+    function = None if isinstance(program, (str, FunctionProgram)) else program
     chosen, arguments = split_keywords(keywords, tune, OPTION_NAMES, function)
     options = replace(options or TuneOptions(), **chosen)
     db_path = db_path or default_db_location()
     folder = local_folder(db_path)  # exported programs and Optuna studies
     folder.mkdir(parents=True, exist_ok=True)
-    caller = None
+    caller, target = None, program if isinstance(program, FunctionProgram) else None
     if function is not None:
         call = jit_function(function, static_argnums, static_argnames).bind(args, arguments)
-        program, caller = _export(call, folder / "programs")
+        keyed = call.keyed()
+        target = function_program(keyed, call.data, folder / "programs")
+        caller = _user_caller(call, keyed)
     elif args or static_argnums is not None or static_argnames is not None:
         raise HlotuneError("example arguments and static ones go with a function, not with a program spec")
-    with open_runner(runner) as measurer:  # first: a runner that cannot start fails before any work
-        loaded = load_program(program)
+    if target is not None:
+        program = target.spec()
+    with runner_for(target, runner) as measurer:  # first: a runner that cannot start fails before any work
+        loaded = load_program(program) if target is None else target.measured
         build = Build(options, loaded, program, program_fingerprint(loaded), db_path, folder, started, progress)
         recipe = SPACES[options.space](build)
         space, prior = recipe.space(), recipe.prior()
@@ -104,17 +112,13 @@ def tune(
                     prior.close()
     result = tuner.result(decision, seconds=time.monotonic() - started)
     screened, screen_s = (build.screen.compiled, build.screen.compile_s) if build.screen else (0, 0.0)
-    return replace(result, screened=screened, screen_s=screen_s, _caller=caller)
+    return replace(result, screened=screened, screen_s=screen_s, _caller=caller,
+                   _program=result._program if target is None else target.user)
 
 
-def _export(call: BoundCall, folder: Path) -> tuple[str, Callable[[Callable], Callable]]:
-    """The spec of `call`'s program (exported.py), and what makes a compile of it a callable of
-    the user's call."""
-    from hlotune.programs.exported import export_function
-
-    keyed = call.keyed()
-    spec = export_function(keyed, call.data).save(folder)
-    return spec, lambda executable: call.caller(keyed.caller(executable))
+def _user_caller(call: BoundCall, keyed: KeyedFunction) -> Callable[[Callable], Callable]:
+    """What makes a compile of the function's user program a callable of the user's call."""
+    return lambda executable: call.caller(keyed.caller(executable))
 
 
 def _callbacks(options: TuneOptions, prior: CostModel | None, progress: bool) -> list[Callback]:

@@ -1,5 +1,6 @@
-"""Runners by name, as `hlotune tune --runner` and `tune(runner=...)` spell them: `local`, or
-`ray` and `ray:ADDRESS` (as `ray.init(address=ADDRESS)`)."""
+"""Runners by name, as `hlotune tune --runner` and `tune(runner=...)` spell them: `local`,
+`in-process` (no worker process: what a live program needs), or `ray` and `ray:ADDRESS` (as
+`ray.init(address=ADDRESS)`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 from hlotune.errors import HlotuneError
 from hlotune.tuning.runners.base import Runner
+from hlotune.tuning.runners.in_process import IN_PROCESS, InProcessRunner
 from hlotune.tuning.runners.local import LocalRunner
 from hlotune.tuning.runners.ray import RayRunner
 
@@ -24,6 +26,7 @@ class RunnerKind:
 
 RUNNERS: dict[str, RunnerKind] = {
     "local": RunnerKind(LocalRunner),
+    IN_PROCESS: RunnerKind(InProcessRunner),
     "ray": RunnerKind(RayRunner, takes_address=True),
 }
 

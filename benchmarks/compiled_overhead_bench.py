@@ -10,7 +10,10 @@ overlap compute):
   arguments already in their layouts: the measurement worker's call);
 - compiled(): `hlotune.compiled(fn, *args, config=...)`, what `result.compiled()` returns,
   called with the user's arguments;
-- autotune: `@hlotune.autotune` running the same config from a database decision.
+- autotune: `@hlotune.autotune` running the same config from a database decision;
+- hlotune.jit: `hlotune.jit(fn)` recording the program and counting its calls, under the same
+  decision, or (the default config) with none: what every call of a recorded program costs
+  over jax.jit (issue 48's goal: at most 1% on a program of about 1 ms).
 
 With --tune, each program is also tuned (`hlotune.tune(fn, *args, budget=...)`) and its best
 config timed the same way, beside the speedup the tuner reported (issue 29's goal: compiled()
@@ -103,24 +106,36 @@ def _raw(space: LayoutSpace, config: CompileConfig):
     return lambda: executable(*args)
 
 
-def _autotuned(program: Program, config: CompileConfig, folder: Path):
-    """`@hlotune.autotune` on the function, with a stored decision for `config`."""
-    db = folder / f"{program.name}.sqlite"
-    fingerprint = hlotune.autotune(db=db)(program.fn).choice(*program.args).fingerprint
-    with TuningDatabase(db) as tuned:
-        tuned.register(fingerprint, program.name)
-        tuned.decide(Decision(fingerprint, config, config, 1.0, 1.0, 0.0, "bench", "all", 0.0))
-    decorated = hlotune.autotune(db=db)(program.fn)
+def _decided(wrap, program: Program, config: CompileConfig, db: Path):
+    """`wrap(db)(fn)` (autotune or hlotune.jit) with a stored decision for `config`; none for
+    the default under hlotune.jit, whose calls then run jax.jit's executable."""
+    fingerprint = wrap(db)(program.fn).choice(*program.args).fingerprint
+    if not (config.is_default and wrap is _jit):
+        with TuningDatabase(db) as tuned:
+            tuned.register(fingerprint, program.name)
+            tuned.decide(Decision(fingerprint, config, config, 1.0, 1.0, 0.0, "bench", "all", 0.0))
+    decorated = wrap(db)(program.fn)
     assert decorated.choice(*program.args).config == config
     return decorated
+
+
+def _autotune(db: Path):
+    return hlotune.autotune(db=db)
+
+
+def _jit(db: Path):
+    return lambda fn: hlotune.jit(fn, db=str(db))
 
 
 def _row(name: str, program: Program, label: str, config: CompileConfig, space: LayoutSpace,
          folder: Path, rounds: int) -> dict:
     user = hlotune.compiled(program.fn, *program.args, config=config)
-    jitted, autotuned = jax.jit(program.fn), _autotuned(program, config, folder)
+    jitted = jax.jit(program.fn)
+    autotuned = _decided(_autotune, program, config, folder / f"{program.name}-{label}-autotune.sqlite")
+    recorded = _decided(_jit, program, config, folder / f"{program.name}-{label}-jit.sqlite")
     calls = {"raw": _raw(space, config), "jit": lambda: jitted(*program.args),
-             "compiled()": lambda: user(*program.args), "autotune": lambda: autotuned(*program.args)}
+             "compiled()": lambda: user(*program.args), "autotune": lambda: autotuned(*program.args),
+             "hlotune.jit": lambda: recorded(*program.args)}
     if not config.layout.is_default:
         placed = jax.tree_util.tree_structure(program.args).unflatten(space.placed_args(config.layout))
         calls[PLACED] = lambda: user(*placed)
@@ -136,8 +151,8 @@ def _print(rows: list[dict], mode: str) -> None:
     print(f"\n{mode}: µs per call, block minimum (median); overheads over raw from the minima / "
           "the medians\n")
     header = ("program", "config", "jit", "raw", "compiled()", "compiled() − raw", "placed − raw",
-              "autotune − raw", "jit / raw", "jit / compiled()")
-    print(harness.markdown(header, [_cells(row, row[mode]) for row in rows], align="ll" + "r" * 8))
+              "autotune − raw", "hlotune.jit − raw", "jit / raw", "jit / compiled()", "jit / hlotune.jit")
+    print(harness.markdown(header, [_cells(row, row[mode]) for row in rows], align="ll" + "r" * 10))
 
 
 def _cells(row: dict, times: dict) -> list[str]:
@@ -145,8 +160,8 @@ def _cells(row: dict, times: dict) -> list[str]:
     cells = [row["program"], row["config"]]
     cells += [f"{times['min_us'][k]:.1f} ({times['median_us'][k]:.1f})" for k in ("jit", "raw", "compiled()")]
     cells += [_overhead(times, name) if name in times["min_us"] else "—"
-              for name in ("compiled()", PLACED, "autotune")]
-    return cells + [f"{_speedup(times, 'raw'):.3f}x", f"{_speedup(times, 'compiled()'):.3f}x"]
+              for name in ("compiled()", PLACED, "autotune", "hlotune.jit")]
+    return cells + [f"{_speedup(times, name):.3f}x" for name in ("raw", "compiled()", "hlotune.jit")]
 
 
 def _overhead(times: dict, name: str) -> str:

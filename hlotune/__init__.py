@@ -15,11 +15,14 @@ _API = {
     "cross_validate": ("hlotune.evaluation.crossval", "cross_validate"),
     "featurize_source": ("hlotune.hlo.sources", "load_samples"),
     "inspect": ("hlotune.hlo.inspection", "inspect_path"),
+    "install": ("hlotune.tuning.jit", "install"),
+    "jit": ("hlotune.tuning.jit", "jit"),
     "load_program": ("hlotune.programs", "load_program"),
     "read_sample": ("hlotune.data.npz", "read_sample"),
     "write_sample": ("hlotune.data.npz", "write_sample"),
     "Dataset": ("hlotune.data.dataset", "Dataset"),
     "tune": ("hlotune.tuning.tuner", "tune"),
+    "uninstall": ("hlotune.tuning.jit", "uninstall"),
 }
 # Old name -> new, kept one release: `featurize` was easily taken for hlo.featurize.featurize,
 # which turns one graph into arrays, where this reads a source's samples.

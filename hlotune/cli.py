@@ -13,6 +13,7 @@ from hlotune.compiler import commands as compiler
 from hlotune.data import commands as data
 from hlotune.errors import HlotuneError
 from hlotune.evaluation import commands as evaluation
+from hlotune.fleet import commands as fleet
 from hlotune.hlo import commands as hlo
 from hlotune.opt import commands as opt
 from hlotune.programs import commands as programs
@@ -21,7 +22,7 @@ from hlotune.train import commands as train
 from hlotune.tuning import commands as tuning
 
 # Each stage registers its own commands; this order is `hlotune --help`'s.
-STAGES = (hlo, data, collect, train, evaluation, programs, opt, compiler, tuning, report,
+STAGES = (hlo, data, collect, train, evaluation, programs, opt, compiler, tuning, fleet, report,
           maintainer)
 
 EPILOG = """\

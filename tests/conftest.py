@@ -89,6 +89,14 @@ def cli(capfd) -> Callable[..., subprocess.CompletedProcess]:
     return run
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_location(request, tmp_path) -> str:
+    """A new tuning database on each backend: a SQLite file, and a PostgreSQL database."""
+    if request.param == "sqlite":
+        return str(tmp_path / "tuning.sqlite")
+    return request.getfixturevalue("postgres_url")
+
+
 @pytest.fixture
 def postgres_url() -> Any:
     """The URL of a new, empty PostgreSQL database on the server $HLOTUNE_TEST_POSTGRES names

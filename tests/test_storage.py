@@ -18,11 +18,9 @@ FP = "f" * 64
 FAST = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def location(request, tmp_path):
-    if request.param == "sqlite":
-        return str(tmp_path / "t.sqlite")
-    return request.getfixturevalue("postgres_url")
+@pytest.fixture
+def location(db_location):
+    return db_location
 
 
 def _batch(config: CompileConfig, ns: int) -> BatchResult:

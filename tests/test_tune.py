@@ -39,7 +39,7 @@ from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.scorer import ScorerCostModel
 from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.recipes.registry import SPACES
-from hlotune.tuning.storage import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, TuningDatabase, exists
 from hlotune.tuning.strategies.base import Trial
 from hlotune.tuning.strategies.evolutionary import Evolutionary
 from hlotune.tuning.strategies.exhaustive import Exhaustive
@@ -102,9 +102,10 @@ def test_tune_stays_within_budget_and_a_rerun_measures_nothing_again(tmp_path):
         assert len(db.records(first.fingerprint)) == len(records)
 
 
-def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(tmp_path):
-    """The random search: the same draws after a restart, without the cost model's start-up."""
-    path = tmp_path / "tuning.sqlite"
+def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(db_location):
+    """The random search: the same draws after a restart, without the cost model's start-up;
+    on SQLite and on PostgreSQL."""
+    path = db_location
     script = (
         "from hlotune.tuning.tuner import tune\n"
         "from hlotune.compiler.measure import MeasureSettings\n"
@@ -128,12 +129,13 @@ def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(t
     assert _rows(path) == stored + result.measurements
 
 
-def _rows(path) -> int:
-    if not path.exists():
+def _rows(location: str) -> int:
+    if not exists(location):
         return 0
     try:
-        return sqlite3.connect(path, timeout=10).execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
-    except sqlite3.OperationalError:  # the tables are not there yet
+        with TuningDatabase(location) as db:
+            return db._sql.execute("SELECT COUNT(*) FROM measurements").fetchone()[0]
+    except HlotuneError:  # the child is creating the tables
         return 0
 
 
@@ -476,9 +478,9 @@ def _replay_of_vit():
     return replay, [config for config in replay.recorded if not config.is_default][:12]
 
 
-def test_two_tuners_on_one_database_measure_nothing_twice(tmp_path):
+def test_two_tuners_on_one_database_measure_nothing_twice(tmp_path, db_location):
     replay, recorded = _replay_of_vit()
-    program, space, path = load_program("zoo:vit@tiny"), SearchSpace("flags"), tmp_path / "shared.sqlite"
+    program, space, path = load_program("zoo:vit@tiny"), SearchSpace("flags"), db_location
     runners = [_SlowCountingRunner(replay) for _ in range(2)]
 
     def run(runner, order):

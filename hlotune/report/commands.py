@@ -2,7 +2,8 @@
 
 Without PROGRAM, the tuning report has one section per program measured on this machine and
 compiler, each ending with the kernels of XLA's default and of the chosen config, profiled as
-the page is written (--no-profile skips that). The page is self-contained (inline SVG, no
+the page is written (--no-profile skips that), and, where hlotune.jit recorded programs, the
+fleet's savings (`hlotune fleet report` as a page). The page is self-contained (inline SVG, no
 script, no external URL): it opens offline and can be attached anywhere. Matplotlib loads
 inside the handler so that `hlotune --help` stays fast.
 """
@@ -30,7 +31,7 @@ def add_commands(subparsers) -> None:
     report.add_argument("program", nargs="?", metavar="PROGRAM",
                         help="a program spec or a fingerprint prefix (default: every program)")
     source = report.add_mutually_exclusive_group()
-    source.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    source.add_argument("--db", metavar="DB", help=DB_HELP)
     source.add_argument("--eval", type=Path, metavar="EVAL.json",
                         help="the output of hlotune eval --json [--predictions]")
     report.add_argument("--out", type=Path, required=True, metavar="FILE.html",
@@ -78,6 +79,8 @@ def _last_json(text: str, path: Path) -> object:
 
 
 def _tuning_page(args: argparse.Namespace):
+    from hlotune.fleet.savings import fleet_savings
+    from hlotune.report.fleet import fleet_section
     from hlotune.report.profile import PROFILE_RUNS
     from hlotune.report.tuning import tuning_report
     from hlotune.tuning.commands import open_database, resolve_fingerprint
@@ -92,4 +95,6 @@ def _tuning_page(args: argparse.Namespace):
             if not db.records(fingerprints[0]):
                 raise HlotuneError(f"{args.program}: nothing measured on this machine in {db.location}")
         page = tuning_report(db, fingerprints, 0 if args.no_profile else PROFILE_RUNS)
+        if args.program is None and db.recordings():
+            fleet_section(page, fleet_savings(db))
     return page, f"tuning report of {len(fingerprints)} program(s)"

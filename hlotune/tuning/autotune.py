@@ -37,7 +37,8 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 from hlotune.programs.calls import BoundCall, JitFunction, jit_function
 from hlotune.programs.keys import KeyedFunction
-from hlotune.tuning.storage import TuningDatabase, default_db_location, exists, local_folder
+from hlotune.tuning.recorder import SAMPLE_EVERY, ProgramCalls, recorder_for
+from hlotune.tuning.storage import default_db_location, local_folder
 from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
 from hlotune.tuning.options import TuneOptions
 
@@ -57,29 +58,44 @@ class Choice:
 class _Entry:
     choice: Choice
     call: Callable
+    calls: ProgramCalls | None = None  # counted where the wrapper records
 
 
 class Autotuned:
-    """`fn` with a config per argument signature, resolved on first use (see the module)."""
+    """`fn` with a config per argument signature, resolved on first use (see the module);
+    with `recording`, what hlotune.jit adds: each program recorded and its calls counted."""
 
     def __init__(self, jit: JitFunction, *, options: TuneOptions, tune_on_first_call: bool,
-                 db: str | Path | None, progress: bool) -> None:
+                 db: str | Path | None, progress: bool, recording: bool = False) -> None:
         functools.update_wrapper(self, jit.fn)
         self._fn, self._jit = jit.fn, jit
         self._db = db or default_db_location()
+        self._recorder = recorder_for(self._db)
         self._tune_on_first_call, self._options, self._progress = tune_on_first_call, options, progress
+        self._recording = recording
         self._entries: dict[Any, _Entry] = {}
         # The last call's executable, where it is jax's Compiled: that checks the arguments
         # itself, in C++, so a call like the last one costs what the raw executable does.
         self._checked: Callable | None = None
+        self._checked_calls: ProgramCalls | None = None
 
     def __call__(self, *args, **kwargs):
-        if self._checked is not None and not kwargs:
+        checked, calls = self._checked, self._checked_calls
+        if checked is not None and not kwargs:
             try:
-                return self._checked(*args)
+                return checked(*args) if calls is None else self._counted(calls, checked, args)
             except TypeError:  # not the arguments it was compiled for, or tracers: dispatched below
                 pass
         return self._dispatch(args, kwargs)
+
+    def _counted(self, calls: ProgramCalls, run: Callable, args: tuple):
+        """`run(*args)`, counted, and timed: the second call, then one in SAMPLE_EVERY."""
+        if (calls.calls + 1) % SAMPLE_EVERY and calls.calls != 1:
+            out = run(*args)  # a TypeError here counts nothing
+        else:
+            out = self._recorder.timed(calls, lambda: run(*args), args)
+        calls.calls += 1
+        return out
 
     def _dispatch(self, args: tuple, kwargs: dict):
         import jax
@@ -89,11 +105,11 @@ class Autotuned:
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
             # inside jit, grad, vmap...: the enclosing computation is compiled
             return self._fn(*args, **kwargs)
-        run = self._entry(call, _signature(call, leaves, tree)).call
+        entry = self._entry(call, _signature(call, leaves, tree))
         # a positional call with nothing static passes its arguments as the executable takes them
-        direct = isinstance(run, jax.stages.Compiled) and not kwargs and not call.static
-        self._checked = run if direct else None
-        return run(*call.traced)
+        direct = isinstance(entry.call, jax.stages.Compiled) and not kwargs and not call.static
+        self._checked, self._checked_calls = (entry.call, entry.calls) if direct else (None, None)
+        return entry.call(*call.traced) if entry.calls is None else self._counted(entry.calls, entry.call, call.traced)
 
     def choice(self, *args, **kwargs) -> Choice:
         """The config calls like `fn(*args, **kwargs)` run (resolving it if needed)."""
@@ -109,35 +125,60 @@ class Autotuned:
 
     def _resolve(self, call: BoundCall) -> _Entry:
         """The entry of `call`'s signature, whose `call` takes its traced arguments."""
-        import jax
-
         from hlotune.programs.function_program import function_program
         from hlotune.tuning.fingerprint import program_fingerprint
         from hlotune.tuning.tuner import tune
 
         keyed = call.keyed()
-        # exported, or live where host callbacks keep it in this process
-        program = function_program(keyed, call.data, local_folder(self._db) / "programs")
+        try:  # exported, or live where host callbacks keep it in this process
+            program = function_program(keyed, call.data, local_folder(self._db) / "programs")
+        except HlotuneError as error:
+            if not self._recording:
+                raise
+            return self._unexported(call, keyed, str(error))
         fingerprint = program_fingerprint(program.measured)
-        decision = None
-        if exists(self._db):
-            with TuningDatabase(self._db) as db:
-                decision = db.best(fingerprint,
-                                   allow_numerics_change=self._options.allow_numerics_change)
+        exported = None if program.exported is None else program.exported.to_bytes()
+        calls = self._record(fingerprint, call, exported, program.in_process)
+        decision = self._recorder.decision(fingerprint, self._options.allow_numerics_change)
+        if self._recording and decision is not None and decision.kept_default:
+            decision = None  # nothing to apply: compiled as jax.jit would
         if decision is not None:
-            return _compiled(program.user, keyed, Choice(decision.chosen, DATABASE, fingerprint))
+            if self._recording:
+                self._recorder.announce(fingerprint, _qualified_name(self._fn), decision)
+            return _compiled(program.user, keyed, Choice(decision.chosen, DATABASE, fingerprint), calls)
         if self._tune_on_first_call:
             result = tune(program, options=self._options, db_path=self._db, progress=self._progress)
-            return _compiled(program.user, keyed, Choice(result.best_config, TUNED, fingerprint))
-        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), jax.jit(call.function))
+            return _compiled(program.user, keyed, Choice(result.best_config, TUNED, fingerprint), calls)
+        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
+
+    def _unexported(self, call: BoundCall, keyed: KeyedFunction, reason: str) -> _Entry:
+        """A program jax.export cannot serialize: recorded as tunable only in this process,
+        compiled as jax.jit would (its fingerprint is the plain lowering's)."""
+        from hlotune.tuning.fingerprint import program_fingerprint
+
+        fingerprint = program_fingerprint(Program(keyed.__name__, keyed, call.data))
+        calls = self._record(fingerprint, call, None, reason)
+        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
+
+    def _plain(self, call: BoundCall) -> Callable:
+        """What jax.jit compiles for the call: a Compiled, which later calls reach directly."""
+        import jax
+
+        return jax.jit(call.function).lower(*call.traced).compile()
+
+    def _record(self, fingerprint: str, call: BoundCall, exported: bytes | None,
+                reason: str) -> ProgramCalls | None:
+        if not self._recording:
+            return None
+        return self._recorder.record(fingerprint, _qualified_name(self._fn), _shapes(call.data), exported, reason)
 
 
-def _compiled(program: Program, keyed: KeyedFunction, choice: Choice) -> _Entry:
+def _compiled(program: Program, keyed: KeyedFunction, choice: Choice, calls: ProgramCalls | None) -> _Entry:
     """The program as the tuner measured it, the default config too (kept where no candidate
     beat it): a Compiled, which the next calls reach with no Python lookup, unless keys cross."""
     from hlotune.tuning.compiled import compile_config
 
-    return _Entry(choice, keyed.caller(compile_config(program, choice.config)))
+    return _Entry(choice, keyed.caller(compile_config(program, choice.config)), calls)
 
 
 def autotune(
@@ -178,3 +219,19 @@ def _signature(call: BoundCall, leaves: list, tree: Any) -> tuple:
     costs 5 µs a leaf)."""
     shapes = tuple((getattr(leaf, "shape", ()), getattr(leaf, "dtype", type(leaf))) for leaf in leaves)
     return call.static, call.names, tree, shapes
+
+
+def _qualified_name(fn: Callable) -> str:
+    """The function as the user's code names it: module.qualname."""
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
+    return f"{module}.{name}" if module and module != "__main__" else name
+
+
+def _shapes(data: tuple) -> str:
+    """The flat arguments' dtypes and shapes, e.g. "float32[8,128] int32[]"."""
+    import jax
+    import numpy as np
+
+    leaves = jax.tree_util.tree_leaves(data)
+    return " ".join(f"{np.dtype(leaf.dtype).name}[{','.join(map(str, np.shape(leaf)))}]" for leaf in leaves)

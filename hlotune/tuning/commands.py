@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from hlotune.tuning.options import TuneOptions
 
 FORMATS = ("json", "compiler_options", "xla_flags")
-DB_HELP = "tuning database (default: $HLOTUNE_DB or ~/.cache/hlotune/tuning.sqlite)"
+DB_HELP = ("tuning database: a file or a postgresql:// URL (default: $HLOTUNE_DB or "
+           "~/.cache/hlotune/tuning.sqlite)")
 
 
 def add_commands(subparsers) -> None:
@@ -49,7 +50,8 @@ def add_commands(subparsers) -> None:
         "goes to the tuning database: re-running resumes without measuring anything twice.",
     )
     tune.add_argument("program", metavar="PROGRAM", help="zoo:, corpus: or go:NAME[@VARIANT], "
-                      "path/to/file.py:FACTORY or export:PATH")
+                      "path/to/file.py:FACTORY, export:PATH, or a program hlotune.jit recorded "
+                      "(its name or fingerprint prefix, as hlotune fleet status lists them)")
     tune.add_argument("--space", choices=tuple(SPACES), default="flags",
                       help="what to search (default flags); all searches flags x layouts, then "
                       "spends an eighth of the budget each on the tile and the fusion space of "
@@ -83,7 +85,7 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--fine-tune-every", type=int, metavar="N",
                       help="fine-tune the model on this program's measurements every N configs")
     tune.add_argument("--batch", type=int, default=8, metavar="B", help="configs measured together")
-    tune.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+    tune.add_argument("--db", metavar="DB", help=DB_HELP)
     tune.add_argument("--seed", type=int, default=0)
     tune.add_argument("--runner", default="local", metavar="R",
                       help="where batches are measured: local (default), or ray[:ADDRESS] for the "
@@ -133,7 +135,7 @@ def add_commands(subparsers) -> None:
         command.add_argument("program", metavar="PROGRAM", help="a program spec or a fingerprint prefix")
     export.add_argument("--format", choices=FORMATS, required=True)
     for command, run in ((listing, run_list), (show, run_show), (export, run_export)):
-        command.add_argument("--db", type=Path, metavar="PATH", help=DB_HELP)
+        command.add_argument("--db", metavar="DB", help=DB_HELP)
         command.set_defaults(run=run)
     listing.add_argument("--json", action="store_true", help="print one JSON object per program")
     show.add_argument("--json", action="store_true", help="print the records as one JSON object")
@@ -142,8 +144,8 @@ def add_commands(subparsers) -> None:
 def run_tune(args: argparse.Namespace) -> int:
     from hlotune.tuning.tuner import tune
 
-    result = tune(args.program, options=_tune_options(args), db_path=args.db, runner=args.runner,
-                  progress=not args.quiet)
+    result = tune(_program_spec(args.program, args.db), options=_tune_options(args), db_path=args.db,
+                  runner=args.runner, progress=not args.quiet)
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
@@ -154,6 +156,9 @@ def run_tune(args: argparse.Namespace) -> int:
         best = "the default: no candidate was faster"
     elif result.candidate_speedup is None:
         best = "the default: the best candidate failed when measured again"
+    elif result.confirm_rounds and result.candidate_speedup < 1:
+        best = (f"the default: the best candidate ran {result.candidate_speedup:.3f}x when measured once "
+                f"more after choosing it, slower than the default beyond the {noise}")
     else:
         measured = result.confirmed_speedup or result.candidate_speedup  # None: decided before rounds
         best = f"the default: the best candidate's {measured:.3f}x, re-measured, is within the {noise}"
@@ -194,6 +199,17 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
         allow_numerics_change=args.allow_numerics_change,
         settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
     )
+
+
+def _program_spec(program: str, location: str | None) -> str:
+    """`program`, or the spec of the program hlotune.jit recorded under that name."""
+    from hlotune.programs import is_program_spec
+    from hlotune.tuning.recorded import find_recording, recorded_spec
+
+    if is_program_spec(program):
+        return program
+    with open_database(location) as db:
+        return recorded_spec(db, find_recording(db, program))
 
 
 def run_list(args: argparse.Namespace) -> int:

@@ -82,7 +82,7 @@ def tune(
     chosen, arguments = split_keywords(keywords, tune, OPTION_NAMES, function)
     options = replace(options or TuneOptions(), **chosen)
     db_path = db_path or default_db_location()
-    folder = local_folder(db_path)  # exported programs and Optuna studies
+    folder = local_folder(db_path)  # exported programs
     folder.mkdir(parents=True, exist_ok=True)
     caller, target = None, program if isinstance(program, FunctionProgram) else None
     if function is not None:
@@ -96,7 +96,7 @@ def tune(
         program = target.spec()
     with runner_for(target, runner) as measurer:  # first: a runner that cannot start fails before any work
         loaded = load_program(program) if target is None else target.measured
-        build = Build(options, loaded, program, program_fingerprint(loaded), db_path, folder, started, progress)
+        build = Build(options, loaded, program, program_fingerprint(loaded), db_path, started, progress)
         recipe = SPACES[options.space](build)
         space, prior = recipe.space(), recipe.prior()
         cost_model = OnlineCostModel(prior, optimism=options.optimism) if options.learns_online else prior

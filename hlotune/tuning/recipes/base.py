@@ -19,7 +19,7 @@ from hlotune.tuning.models.kernel_screen import KernelScreen
 from hlotune.tuning.models.scorer import ScorerCostModel, load_scorers
 from hlotune.tuning.models.transfer import TRANSFER, load_transfer
 from hlotune.tuning.recipes.build import Build
-from hlotune.tuning.storage import Database
+from hlotune.tuning.storage import Database, local_stem
 from hlotune.tuning.strategies.base import Strategy
 from hlotune.tuning.strategies.chain import Chain
 from hlotune.tuning.strategies.exhaustive import Exhaustive
@@ -64,7 +64,7 @@ class Recipe:
         kind, options = self.options.kind, self.options
         if kind is None:
             return options.strategy
-        study = OptunaStudy.beside(self.build.folder / "tuning.sqlite", self.build.fingerprint)
+        study = OptunaStudy.beside(local_stem(self.build.db_location), self.build.fingerprint)
         return kind.factory(StrategyParts(space, options.seed, cost_model, options.first, options.immigrants, study))
 
     def wrapped(self, search: Strategy, space: SearchSpace, database: Database) -> Strategy:

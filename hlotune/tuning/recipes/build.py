@@ -24,8 +24,8 @@ class Build:
     program: Program  # as measured
     spec: str  # what the runner loads: the kernel screen compiles it too
     fingerprint: str
-    db_location: str | Path  # the database, a file or a URL: the kernel screen caches compiles there
-    folder: Path  # the database's local folder: the Optuna study's
+    db_location: str | Path  # the database, a file or a URL: the kernel screen caches compiles
+    # there, and an Optuna study is kept beside it
     started: float  # time.monotonic() of the call: a time budget counts from it
     show: bool  # note each kernel stage as it begins
     screen: KernelScreen | None = None

@@ -39,8 +39,13 @@ def sqlite_path(location: str | Path) -> Path | None:
 
 def local_folder(location: str | Path) -> Path:
     """Where files that go with the database are kept on this machine."""
-    path = sqlite_path(location)
-    return path.parent if path is not None else CACHE
+    return local_stem(location).parent
+
+
+def local_stem(location: str | Path) -> Path:
+    """The database file, or for a server ~/.cache/hlotune/tuning.sqlite: what files that go
+    with it are named after (an Optuna study: <stem>.optuna.sqlite)."""
+    return sqlite_path(location) or CACHE / "tuning.sqlite"
 
 
 def exists(location: str | Path) -> bool:

@@ -29,10 +29,16 @@ class Recording:
     first_seen: float
     calls: int
     seconds: float  # calls x the mean sampled call, summed over processes
+    window_s: float = 0.0  # from the first process's first call to the last count written
 
     @property
     def seconds_per_call(self) -> float:
         return self.seconds / self.calls if self.calls else 0.0
+
+    @property
+    def seconds_per_day(self) -> float:
+        """The program's time a day at the recorded rate (0 before a window was recorded)."""
+        return self.seconds / self.window_s * 86400 if self.window_s > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -76,15 +82,16 @@ class Recordings:
         rows = self._sql.execute(
             "SELECT r.program, r.name, r.shapes, r.exported IS NOT NULL, r.reason, r.first_seen, "
             "COALESCE(SUM(c.calls), 0), "
-            "COALESCE(SUM(CASE WHEN c.sampled > 0 THEN c.calls * c.sampled_s / c.sampled ELSE 0 END), 0) "
+            "COALESCE(SUM(CASE WHEN c.sampled > 0 THEN c.calls * c.sampled_s / c.sampled ELSE 0 END), 0), "
+            "COALESCE(MAX(c.updated) - MIN(c.since), 0) "
             "FROM recordings r LEFT JOIN calls c ON c.program = r.program AND c.machine = r.machine "
             "AND c.jax = r.jax AND c.jaxlib = r.jaxlib "
             "WHERE r.machine = ? AND r.jax = ? AND r.jaxlib = ? "
             "GROUP BY r.program, r.name, r.shapes, r.exported, r.reason, r.first_seen",
             self._scope,
         ).fetchall()
-        found = [Recording(p, n, s, bool(t), reason, first, int(calls), float(seconds))
-                 for p, n, s, t, reason, first, calls, seconds in rows]
+        found = [Recording(p, n, s, bool(t), reason, first, int(calls), float(seconds), float(window))
+                 for p, n, s, t, reason, first, calls, seconds, window in rows]
         return sorted(found, key=lambda r: (-r.seconds, r.first_seen))
 
     def exported(self, fingerprint: str) -> bytes | None:

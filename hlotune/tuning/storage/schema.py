@@ -17,14 +17,16 @@ table are inserted by position, so a new column goes last and old rows hold NULL
 - `claims`: the configs a tuner is measuring now, so that another waits for their records;
 - `recordings` and `calls`: the programs `hlotune.jit` saw compile (each exported, so another
   process can tune it) and, per process, how often each was called and how long sampled calls
-  took (recordings.py).
+  took (recordings.py);
+- `tunes` and `verifications`: what `hlotune fleet tune` spent on each program, and each
+  decision timed beside jax.jit where the program runs (fleet_log.py).
 """
 
 from __future__ import annotations
 
 VERSION = 7  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check;
 # 5: compiles and thunk_modules (the kernel screen's cache); 6: measurements.stopped;
-# 7: recordings and calls (hlotune.jit)
+# 7: recordings and calls (hlotune.jit), tunes and verifications (hlotune fleet)
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS programs (
@@ -116,6 +118,27 @@ CREATE TABLE IF NOT EXISTS calls (
     since {real} NOT NULL,
     updated {real} NOT NULL,
     UNIQUE (program, machine, jax, jaxlib, process)
+);
+CREATE TABLE IF NOT EXISTS tunes (
+    program TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    jax TEXT NOT NULL,
+    jaxlib TEXT NOT NULL,
+    budget INTEGER NOT NULL,
+    measured INTEGER NOT NULL,
+    seconds {real} NOT NULL,
+    timestamp {real} NOT NULL{seq}
+);
+CREATE TABLE IF NOT EXISTS verifications (
+    program TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    jax TEXT NOT NULL,
+    jaxlib TEXT NOT NULL,
+    config TEXT NOT NULL,
+    jit_ns {real} NOT NULL,
+    tuned_ns {real} NOT NULL,
+    rounds INTEGER NOT NULL,
+    timestamp {real} NOT NULL{seq}
 );
 """
 

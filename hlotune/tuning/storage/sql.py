@@ -10,8 +10,9 @@ server) is a one-line error; every batch committed before it stays.
 
 Every row is keyed by the program's fingerprint, the hardware fingerprint and the jax/jaxlib
 versions (schema.py); queries only ever return rows of this machine and compiler. The kernel
-screen's compile cache (compile_cache.py), the exports (exporting.py) and `hlotune.jit`'s
-recordings (recordings.py) are parts of the same class.
+screen's compile cache (compile_cache.py), the exports (exporting.py), `hlotune.jit`'s
+recordings (recordings.py) and the fleet's tuning times and verifications (fleet_log.py) are
+parts of the same class.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from hlotune.tuning.storage.base import Database, Decision, ProgramEntry, Record
 from hlotune.tuning.storage.compile_cache import CompileCache
 from hlotune.tuning.storage.connection import Connection
 from hlotune.tuning.storage.exporting import Exporting
+from hlotune.tuning.storage.fleet_log import FleetLog
 from hlotune.tuning.storage.locations import connect
 from hlotune.tuning.storage.recordings import Recordings
 
@@ -41,7 +43,7 @@ _CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only
 _KEY = "machine = ? AND jax = ? AND jaxlib = ?"  # this machine and compiler
 
 
-class TuningDatabase(CompileCache, Exporting, Recordings, Database):
+class TuningDatabase(CompileCache, Exporting, Recordings, FleetLog, Database):
     """A tuning database (a SQLite file or a PostgreSQL URL); rows of other machines and
     compilers stay invisible."""
 

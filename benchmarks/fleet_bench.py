@@ -1,0 +1,178 @@
+"""Fleet benchmark: a simulated fleet day with real runs, tuned by each allocation of
+`hlotune fleet tune` at equal tuning time, the saving measured where the programs run.
+
+The fleet is fleet_programs.py's programs (7 families no shipped model or portfolio was built
+on). Each is recorded once by a worker process under `hlotune.jit`, which also times its calls.
+A fleet draw gives each program a call rate, heavy-tailed as fleets are (lognormal, sigma 2,
+the median program called 1,000 times a day): the rates are simulated, the per-call times are
+measured. Each allocation then tunes a copy of the recorded fleet (its own database, so no
+allocation sees another's measurements), and every program runs again in a fresh worker under
+`hlotune.jit` (which applies the decision) interleaved with `jax.jit`: its delivered speedup.
+A program saves its calls a day x its jax.jit time x (1 - 1/delivered); the fleet, their sum.
+
+Allocations, at equal tuning time: `everything` (each program at budget 32: the reference),
+then, at a quarter of its measured configs, `halving` (the default: probe all, then more to the
+most promising), `time` (most recorded time first, budget 32 each) and `probe` (probe all at
+the portfolio's first configs, then the winners at 32: halving with one step). The goals
+(issue 49): the fleet tune reaches 90% of everything's saving with a quarter of its time; no
+applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--out, JSON lines:
+recordings, tunes, after-runs), so a stopped run resumes where it stopped.
+
+    python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0
+    python benchmarks/fleet_bench.py --report fleet.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import harness
+from jit_delivery_bench import _in_worker
+
+EVERYTHING_BUDGET = 32
+QUARTER = 0.25
+SIGMA, MEDIAN_CALLS = 2.0, 1000.0
+ALLOCATIONS = ("everything", "halving", "time", "probe")
+
+
+def record(names: list[str], folder: Path, rounds: int) -> dict[str, dict]:
+    """Each program recorded in `folder`/recorded.sqlite by a worker, and its calls timed."""
+    db = str(folder / "recorded.sqlite")
+    return {name: _in_worker("apply", name, db, rounds) for name in names}
+
+
+def draw_rates(names: list[str], draw: int) -> dict[str, float]:
+    """Calls a day, lognormal: a few programs make most of the fleet's calls."""
+    rng = random.Random(draw)
+    return {name: MEDIAN_CALLS * math.exp(rng.gauss(0.0, SIGMA)) for name in names}
+
+
+def fleet_database(folder: Path, allocation: str, rates: dict[str, float], before: dict[str, dict]) -> str:
+    """A copy of the recorded fleet for one allocation, its calls those of the draw (simulated
+    rates over one day, at the measured jax.jit time a call)."""
+    from hlotune.tuning.storage import CallCount, TuningDatabase
+
+    location = str(folder / f"{allocation}.sqlite")
+    recorded = TuningDatabase(str(folder / "recorded.sqlite"))
+    with recorded, TuningDatabase(location) as db:
+        for name, run in before.items():
+            recording = next(r for r in recorded.recordings() if r.program == run["fingerprint"])
+            db.record_program(recording.program, name, recording.shapes,
+                              recorded.exported(recording.program), recording.reason)
+            db.record_calls(recording.program, CallCount(round(rates[name]), 1, run["jit_ms"] / 1e3,
+                                                         time.time() - 86400))
+    return location
+
+
+def tune(location: str, allocation: str, budget: int, each: int, seed: int) -> dict:
+    """`allocation` (`each`: everything's budget a program) within `budget` measured configs."""
+    from hlotune.fleet.allocation import FULL, PROBE, by_time, halving
+    from hlotune.fleet.tune import fleet_tune
+
+    def everything(programs, spend):
+        for program in programs:
+            spend(program, each)
+
+    def probe(programs, spend):
+        rung = [spend(program, PROBE) for program in programs]
+        for outcome in sorted((o for o in rung if o.promise > 0), key=lambda o: -o.promise):
+            spend(outcome.program, FULL)
+
+    allocate = {"everything": everything, "time": by_time, "halving": halving, "probe": probe}[allocation]
+    result = fleet_tune(location, allocate=allocate, budget=budget, hours=None, seed=seed, show=True)
+    return {"measured": result.measured, "tuning_s": result.seconds,
+            "tunes": [{"program": o.program.name, "budget": o.budget, "measured": o.measured,
+                       "found": o.found, "speedup": o.speedup} for o in result.outcomes]}
+
+
+def after(names: list[str], location: str, rounds: int) -> dict[str, dict]:
+    return {name: _in_worker("apply", name, location, rounds) for name in names}
+
+
+def saving(rates: dict[str, float], runs: dict[str, dict]) -> dict[str, float]:
+    """Seconds a day each program saves, from its after-run."""
+    return {name: rates[name] * run["jit_ms"] / 1e3 * (1 - 1 / run["delivered"]) if run["choice"] == "database"
+            else 0.0 for name, run in runs.items()}
+
+
+def main() -> None:
+    from fleet_programs import PROGRAMS
+
+    parser = harness.parser(__doc__, programs=[p.name for p in PROGRAMS], seed=0)
+    parser.add_argument("--draw", type=int, default=0, help="the fleet draw: its call rates (default 0)")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds of each run")
+    parser.add_argument("--everything-budget", type=int, default=EVERYTHING_BUDGET,
+                        help="each program's budget under everything (default %(default)s)")
+    parser.add_argument("--allocations", nargs="+", default=list(ALLOCATIONS), choices=ALLOCATIONS)
+    parser.add_argument("--folder", type=Path, help="keep the databases here (default: a temporary folder)")
+    parser.add_argument("--report", type=Path, help="print the tables of a results file and stop")
+    harness.add_common(parser, out=None)
+    args = parser.parse_args()
+    if args.report:
+        print(report(harness.read_rows(args.report, lines=True)))
+        return
+    log = harness.RowLog(args.out or Path(tempfile.mkdtemp()) / "fleet.jsonl", lines=True)
+    folder = args.folder or Path(tempfile.mkdtemp())
+    folder.mkdir(parents=True, exist_ok=True)
+    kinds = {row["kind"]: row for row in log.rows if row.get("draw") == args.draw and row.get("seed") == args.seed}
+    if "record" not in kinds:
+        kinds["record"] = {"kind": "record", "draw": args.draw, "seed": args.seed,
+                           "before": record(args.programs, folder, args.rounds)}
+        log.add(kinds["record"])
+    before, rates = kinds["record"]["before"], draw_rates(args.programs, args.draw)
+    for allocation in args.allocations:
+        if allocation in kinds:
+            continue
+        everything = kinds.get("everything")
+        budget = (args.everything_budget * len(args.programs) if allocation == "everything"
+                  else round(QUARTER * everything["tuned"]["measured"]))
+        location = fleet_database(folder, allocation, rates, before)
+        tuned = tune(location, allocation, budget, args.everything_budget, args.seed)
+        runs = after(args.programs, location, args.rounds)
+        kinds[allocation] = {"kind": allocation, "draw": args.draw, "seed": args.seed, "budget": budget,
+                             "rates": rates, "tuned": tuned, "after": runs, "saving": saving(rates, runs)}
+        log.add(kinds[allocation])
+    if args.folder is None:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(report(log.rows))
+    print(f"\n{os.cpu_count()} cores; draw {args.draw}, seed {args.seed}, {args.rounds} rounds a run.")
+
+
+def report(rows: list[dict]) -> str:
+    """Per allocation: tuning time, configs, the fleet's saving a day with a bootstrap interval
+    over programs, its share of everything's, and the applied decisions below 0.99x."""
+    runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
+    cells = []
+    for row in runs:
+        total, low, high = _bootstrap(row["saving"])
+        base = reference.get((row["draw"], row["seed"]))
+        share = total / sum(base["saving"].values()) if base and sum(base["saving"].values()) else math.nan
+        slower = [n for n, r in row["after"].items() if r["choice"] == "database" and r["delivered"] < 0.99]
+        cells.append([f"{row['draw']}/{row['seed']}", row["kind"], f"{row['tuned']['tuning_s']:.0f}",
+                      str(row["tuned"]["measured"]), f"{total:,.0f} [{low:,.0f}, {high:,.0f}]",
+                      "—" if math.isnan(share) else f"{share:.0%}",
+                      f"{total / row['tuned']['tuning_s']:.2f}", ", ".join(slower) or "none"])
+    header = ("draw/seed", "allocation", "tuning s", "measured", "saved s/day [95% CI]", "of everything's",
+              "saved/day ÷ tuning s", "applied below 0.99x")
+    return harness.markdown(header, cells, align="llrrrrrl")
+
+
+def _bootstrap(saving: dict[str, float], resamples: int = 2000) -> tuple[float, float, float]:
+    values = np.array(list(saving.values()))
+    rng = np.random.default_rng(0)
+    totals = [values[rng.integers(0, len(values), len(values))].sum() for _ in range(resamples)]
+    return float(values.sum()), float(np.percentile(totals, 2.5)), float(np.percentile(totals, 97.5))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,383 @@
+"""The simulated fleet's programs: JAX code as users write it, of real size (2 ms a run or more
+on 2 cores), from families no shipped model or portfolio was built on.
+
+Each program is a factory returning (function, example arguments); the fleet benchmark jits the
+function with `hlotune.jit` and `jax.jit` in worker processes. Run as a script, it lists the
+fleet with each program's jax.jit time a call here. Families: stencils written with
+jnp.roll and jnp.diff (the shape of the slow CPU programs users report), clustering, training
+steps (optax, flax), ODE and N-body integration and iterative solvers, MCMC samplers, dense
+linear algebra (LAPACK-backed) and signal processing.
+
+    python benchmarks/fleet_programs.py
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+
+
+@dataclass(frozen=True)
+class FleetProgram:
+    name: str
+    family: str
+    make: Callable[[], tuple[Callable, tuple]]
+
+
+def _key(i: int):
+    return jax.random.key(i)
+
+
+# Stencils
+
+
+def euler2d():
+    """A 2-D compressible Euler finite-volume step (Rusanov fluxes) built from jnp.roll."""
+    def step(q):
+        for _ in range(4):
+            rho, mx, my, e = q
+            u, v = mx / rho, my / rho
+            p = 0.4 * (e - 0.5 * rho * (u * u + v * v))
+            c = jnp.sqrt(1.4 * p / rho)
+            fluxes = []
+            for axis, vel in ((0, u), (1, v)):
+                f = jnp.stack([rho * vel, mx * vel + p * (axis == 0), my * vel + p * (axis == 1), (e + p) * vel])
+                right_q, right_f = jnp.roll(q, -1, axis + 1), jnp.roll(f, -1, axis + 1)
+                speed = jnp.maximum(jnp.abs(vel) + c, jnp.roll(jnp.abs(vel) + c, -1, axis))
+                flux = 0.5 * (f + right_f) - 0.5 * speed * (right_q - q)
+                fluxes.append(flux - jnp.roll(flux, 1, axis + 1))
+            q = q - 0.1 * (fluxes[0] + fluxes[1])
+        return q
+
+    x = jnp.linspace(0, 1, 256)
+    rho = 1.0 + 0.2 * jnp.exp(-((x[:, None] - 0.5) ** 2 + (x[None, :] - 0.5) ** 2) * 50)
+    q = jnp.stack([rho, 0.1 * rho, jnp.zeros_like(rho), 2.5 + 0.5 * rho])
+    return step, (q,)
+
+
+def tv3d():
+    """The gradient of a smoothed 3-D total-variation regulariser, built from jnp.diff."""
+    def tv(volume):
+        dx, dy, dz = (jnp.diff(volume, axis=a, append=0.0) for a in range(3))
+        return jnp.sum(jnp.sqrt(dx * dx + dy * dy + dz * dz + 1e-6))
+
+    gradient = jax.grad(tv)
+    return gradient, (jax.random.normal(_key(1), (96, 96, 96)),)
+
+
+def jacobi2d():
+    """Twenty Jacobi sweeps of a 2-D Poisson problem, written with jnp.roll."""
+    def sweeps(u, f):
+        for _ in range(20):
+            u = 0.25 * (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1) + jnp.roll(u, -1, 1) - f)
+        return u
+
+    return sweeps, (jnp.zeros((512, 512)), jax.random.normal(_key(2), (512, 512)))
+
+
+def wave2d():
+    """A leapfrog 2-D wave equation, ten steps, with slicing and padding."""
+    def steps(u, u_prev):
+        for _ in range(10):
+            lap = jnp.pad(u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - 4 * u[1:-1, 1:-1], 1)
+            u, u_prev = 2 * u - u_prev + 0.1 * lap, u
+        return u, u_prev
+
+    u = jax.random.normal(_key(3), (768, 768))
+    return steps, (u, u)
+
+
+def heat3d():
+    """Explicit 3-D heat diffusion, eight steps, with slicing and concatenation."""
+    def steps(u):
+        for _ in range(8):
+            inner = (u[2:, 1:-1, 1:-1] + u[:-2, 1:-1, 1:-1] + u[1:-1, 2:, 1:-1] + u[1:-1, :-2, 1:-1]
+                     + u[1:-1, 1:-1, 2:] + u[1:-1, 1:-1, :-2] - 6 * u[1:-1, 1:-1, 1:-1])
+            u = u.at[1:-1, 1:-1, 1:-1].add(0.1 * inner)
+        return u
+
+    return steps, (jax.random.normal(_key(23), (64, 64, 64)),)
+
+
+# Clustering
+
+
+def kmeans():
+    """One k-means (Lloyd) step."""
+    def step(points, centroids):
+        distances = (jnp.sum(points**2, 1)[:, None] - 2 * points @ centroids.T
+                     + jnp.sum(centroids**2, 1)[None, :])
+        onehot = jax.nn.one_hot(jnp.argmin(distances, 1), centroids.shape[0], dtype=points.dtype)
+        counts = jnp.maximum(onehot.sum(0), 1.0)[:, None]
+        return (onehot.T @ points) / counts, jnp.min(distances, 1).sum()
+
+    points = jax.random.normal(_key(4), (16384, 32))
+    return step, (points, points[:128])
+
+
+def gmm_em():
+    """One EM step of a diagonal Gaussian mixture."""
+    def step(x, means, log_vars, log_weights):
+        var = jnp.exp(log_vars)
+        log_p = (-0.5 * jnp.sum((x[:, None, :] - means) ** 2 / var + log_vars, -1) + log_weights)
+        resp = jax.nn.softmax(log_p, 1)
+        weight = resp.sum(0) + 1e-6
+        means = resp.T @ x / weight[:, None]
+        variances = resp.T @ (x * x) / weight[:, None] - means**2 + 1e-3
+        return means, jnp.log(variances), jnp.log(weight / x.shape[0])
+
+    x = jax.random.normal(_key(5), (16384, 16))
+    return step, (x, x[:32], jnp.zeros((32, 16)), jnp.full(32, -jnp.log(32.0)))
+
+
+# Training steps
+
+
+def mlp_adam():
+    """An MLP regression step with optax's Adam state."""
+    import optax
+
+    optimizer = optax.adam(1e-3)
+    keys = jax.random.split(_key(6), 4)
+    params = [(jax.random.normal(k, (256, 256)) / 16, jnp.zeros(256)) for k in keys[:3]]
+
+    def loss(params, x, y):
+        for w, b in params[:-1]:
+            x = jax.nn.gelu(x @ w + b)
+        w, b = params[-1]
+        return jnp.mean((x @ w + b - y) ** 2)
+
+    def step(params, state, x, y):
+        grads = jax.grad(loss)(params, x, y)
+        updates, state = optimizer.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    x, y = jax.random.normal(keys[3], (512, 256)), jnp.ones((512, 256))
+    return step, (params, optimizer.init(params), x, y)
+
+
+def cnn_sgd():
+    """A flax linen CNN classifier step with optax SGD with momentum."""
+    import flax.linen as nn
+    import optax
+
+    class CNN(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = nn.relu(nn.Conv(32, (3, 3))(x))
+            x = nn.avg_pool(x, (2, 2), (2, 2))
+            x = nn.relu(nn.Conv(64, (3, 3))(x))
+            return nn.Dense(10)(x.mean((1, 2)))
+
+    model, optimizer = CNN(), optax.sgd(0.01, momentum=0.9)
+    images, labels = jax.random.normal(_key(7), (32, 32, 32, 3)), jnp.arange(32) % 10
+    params = model.init(_key(8), images)
+
+    def step(params, state, images, labels):
+        def loss(params):
+            logits = model.apply(params, images)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+        grads = jax.grad(loss)(params)
+        updates, state = optimizer.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    return step, (params, optimizer.init(params), images, labels)
+
+
+def attention_adamw():
+    """A single-head self-attention block's training step with AdamW."""
+    import optax
+
+    optimizer = optax.adamw(1e-3)
+    keys = jax.random.split(_key(9), 5)
+    params = {name: jax.random.normal(k, (128, 128)) / 12 for name, k in zip("qkvo", keys)}
+
+    def loss(params, x):
+        q, k, v = x @ params["q"], x @ params["k"], x @ params["v"]
+        attended = jax.nn.softmax(q @ k.swapaxes(-1, -2) / 11.3, -1) @ v
+        return jnp.mean((attended @ params["o"] - x) ** 2)
+
+    def step(params, state, x):
+        grads = jax.grad(loss)(params, x)
+        updates, state = optimizer.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    return step, (params, optimizer.init(params), jax.random.normal(keys[4], (8, 256, 128)))
+
+
+# ODEs and iterative solvers
+
+
+def rk4_lorenz96():
+    """64 RK4 steps of a batch of Lorenz-96 systems, a lax.scan."""
+    def field(x):
+        return (jnp.roll(x, -1, -1) - jnp.roll(x, 2, -1)) * jnp.roll(x, 1, -1) - x + 8.0
+
+    def integrate(x):
+        def rk4(x, _):
+            k1 = field(x)
+            k2 = field(x + 0.005 * k1)
+            k3 = field(x + 0.005 * k2)
+            k4 = field(x + 0.01 * k3)
+            return x + 0.01 / 6 * (k1 + 2 * k2 + 2 * k3 + k4), None
+
+        return jax.lax.scan(rk4, x, None, length=64)[0]
+
+    return integrate, (8.0 + jax.random.normal(_key(10), (256, 64)),)
+
+
+def cg_poisson():
+    """jax.scipy's conjugate gradient on a 2-D Laplacian given as a function."""
+    def laplacian(u):
+        return 4 * u - jnp.roll(u, 1, 0) - jnp.roll(u, -1, 0) - jnp.roll(u, 1, 1) - jnp.roll(u, -1, 1) + 0.01 * u
+
+    def solve(b):
+        return jax.scipy.sparse.linalg.cg(laplacian, b, maxiter=60)[0]
+
+    return solve, (jax.random.normal(_key(11), (256, 256)),)
+
+
+def newton_logistic():
+    """Four Newton steps of an L2-regularised logistic regression (Hessian solves)."""
+    def fit(w, x, y):
+        for _ in range(4):
+            p = jax.nn.sigmoid(x @ w)
+            grad = x.T @ (p - y) + 0.1 * w
+            hessian = (x.T * (p * (1 - p))) @ x + 0.1 * jnp.eye(w.shape[0])
+            w = w - jnp.linalg.solve(hessian, grad)
+        return w
+
+    x = jax.random.normal(_key(24), (8192, 128))
+    return fit, (jnp.zeros(128), x, (x[:, 0] > 0).astype(jnp.float32))
+
+
+# Samplers
+
+
+def hmc_logistic():
+    """A 32-step HMC leapfrog trajectory on a Bayesian logistic regression posterior."""
+    x = jax.random.normal(_key(12), (4096, 64))
+    y = (x @ jnp.linspace(-1, 1, 64) > 0).astype(jnp.float32)
+
+    def log_density(w, x, y):
+        logits = x @ w
+        return jnp.sum(y * logits - jax.nn.softplus(logits)) - 0.5 * jnp.sum(w * w)
+
+    def trajectory(w, momentum, x, y):
+        grad = jax.grad(log_density)
+
+        def leapfrog(state, _):
+            w, p = state
+            p = p + 0.0005 * grad(w, x, y)
+            w = w + 0.001 * p
+            return (w, p + 0.0005 * grad(w, x, y)), None
+
+        return jax.lax.scan(leapfrog, (w, momentum), None, length=32)[0]
+
+    return trajectory, (jnp.zeros(64), jax.random.normal(_key(13), (64,)), x, y)
+
+
+def langevin_gmm():
+    """Unadjusted Langevin steps of 1024 chains on a Gaussian-mixture density."""
+    means = jax.random.normal(_key(14), (16, 8)) * 3
+
+    def step(z, noise):
+        def log_density(z):
+            return jax.nn.logsumexp(-0.5 * jnp.sum((z[:, None, :] - means) ** 2, -1), -1).sum()
+
+        for i in range(8):
+            z = z + 0.01 * jax.grad(log_density)(z) + 0.14 * noise[i]
+        return z
+
+    return step, (jax.random.normal(_key(15), (1024, 8)), jax.random.normal(_key(16), (8, 1024, 8)))
+
+
+def nbody_steps():
+    """Leapfrog steps of a softened all-pairs gravitational N-body system."""
+    def steps(pos, vel):
+        for _ in range(4):
+            delta = pos[None, :, :] - pos[:, None, :]
+            inv = (jnp.sum(delta * delta, -1) + 0.01) ** -1.5
+            vel = vel + 0.001 * jnp.sum(delta * inv[..., None], 1)
+            pos = pos + 0.001 * vel
+        return pos, vel
+
+    return steps, (jax.random.normal(_key(25), (512, 3)), jnp.zeros((512, 3)))
+
+
+# Dense linear algebra (LAPACK custom calls)
+
+
+def batched_solve():
+    """A batch of dense 96x96 linear solves (LU, LAPACK)."""
+    a = jax.random.normal(_key(17), (128, 96, 96)) + 12 * jnp.eye(96)
+    return jnp.linalg.solve, (a, jax.random.normal(_key(18), (128, 96, 1)))
+
+
+def gp_likelihood():
+    """A Gaussian-process log marginal likelihood: RBF kernel, Cholesky, triangular solves."""
+    def nll(log_scale, x, y):
+        d = jnp.sum((x[:, None, :] - x[None, :, :]) ** 2, -1)
+        k = jnp.exp(-0.5 * d / jnp.exp(2 * log_scale)) + 0.1 * jnp.eye(x.shape[0])
+        chol = jnp.linalg.cholesky(k)
+        alpha = jax.scipy.linalg.cho_solve((chol, True), y)
+        return 0.5 * y @ alpha + jnp.sum(jnp.log(jnp.diag(chol)))
+
+    x = jax.random.normal(_key(19), (384, 4))
+    return jax.value_and_grad(nll), (jnp.array(0.0), x, jnp.sin(x.sum(1)))
+
+
+# Signal processing
+
+
+def fft_convolve():
+    """Batched FFT convolution of long signals with a filter bank."""
+    def convolve(signals, filters):
+        n = signals.shape[-1] + filters.shape[-1] - 1
+        spectrum = jnp.fft.rfft(signals, n)[:, None, :] * jnp.fft.rfft(filters, n)[None]
+        return jnp.fft.irfft(spectrum, n)
+
+    return convolve, (jax.random.normal(_key(20), (32, 8192)), jax.random.normal(_key(21), (16, 257)))
+
+
+def spectrogram():
+    """Magnitude spectrograms of a batch of signals (framing, Hann window, rfft, log)."""
+    def stft(signals):
+        frames = jnp.stack([signals[:, i:i + 512] for i in range(0, signals.shape[1] - 512, 128)], 1)
+        return jnp.log1p(jnp.abs(jnp.fft.rfft(frames * jnp.hanning(512), axis=-1)))
+
+    return stft, (jax.random.normal(_key(22), (16, 16384)),)
+
+
+PROGRAMS = [FleetProgram(fn.__name__, family, fn) for family, fns in (
+    ("stencil", (euler2d, tv3d, jacobi2d, wave2d, heat3d)),
+    ("clustering", (kmeans, gmm_em)),
+    ("training", (mlp_adam, cnn_sgd, attention_adamw)),
+    ("solver", (rk4_lorenz96, cg_poisson, newton_logistic, nbody_steps)),
+    ("sampler", (hmc_logistic, langevin_gmm)),
+    ("linalg", (batched_solve, gp_likelihood)),
+    ("signal", (fft_convolve, spectrogram)),
+) for fn in fns]
+BY_NAME = {program.name: program for program in PROGRAMS}
+
+
+def main() -> None:
+    import harness
+
+    harness.parser(__doc__).parse_args()
+    rows = []
+    for program in PROGRAMS:
+        fn, args = program.make()
+        jitted = jax.jit(fn)
+        jax.block_until_ready(jitted(*args))
+        spread, _ = harness.timed(5, lambda: jax.block_until_ready(jitted(*args)))
+        rows.append([program.name, program.family, f"{spread.median * 1e3:.1f}", spread.range(".1f")])
+    print(harness.markdown(("program", "family", "jax.jit ms", "range"), rows, align="llrr"))
+
+
+if __name__ == "__main__":
+    main()

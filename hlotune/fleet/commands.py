@@ -1,0 +1,141 @@
+"""`hlotune fleet`: the programs `hlotune.jit` recorded, as one fleet (docs/fleet.md).
+
+    hlotune fleet status [--db DB] [--json]
+    hlotune fleet tune [--budget N] [--hours H] [--allocation halving|model|time] [--runner local|ray[:ADDRESS]]
+                       [--seed S] [--db DB] [--json] [--quiet]
+    hlotune fleet report [--db DB] [--json]
+
+`status` prints one line per recorded program (with --json, one object per line): its name as
+the user's code called it, calls, recorded time and share, and whether a decision applies.
+`tune` spends one budget across the recorded programs (fleet/tune.py, allocation.py), `report`
+what the decisions save a day, verified beside jax.jit, against the tuning time (savings.py;
+`hlotune report` draws it as a page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from hlotune.fleet.allocation import ALLOCATIONS, DEFAULT_ALLOCATION
+from hlotune.progress import add_quiet
+from hlotune.tuning.commands import DB_HELP, open_database
+
+
+def add_commands(subparsers) -> None:
+    """Register `fleet` on the main parser's subparsers."""
+    fleet = subparsers.add_parser(
+        "fleet", help="the programs hlotune.jit recorded: what runs, and what is tuned",
+        description="The programs that hlotune.jit (or jax.jit after hlotune.install()) recorded "
+        "in the tuning database, from every process and machine sharing it.")
+    commands = fleet.add_subparsers(dest="fleet_command", metavar="COMMAND", required=True)
+    status = commands.add_parser(
+        "status", help="one line per recorded program: calls, recorded time, share, decision",
+        description="Each recorded program on this machine and compiler, most recorded time "
+        "first: calls over every process, recorded time (calls x the mean sampled call), its "
+        "share of the fleet's, and whether a tuned decision applies at its next compile.")
+    status.add_argument("--json", action="store_true", help="print one JSON object per program")
+    status.set_defaults(run=run_status)
+    tune = commands.add_parser(
+        "tune", help="spend one tuning budget across the recorded programs, where it saves most",
+        description="Tune the recorded programs (flags, the default engine) within one budget: "
+        "configs measured over all of them (--budget) and/or hours (--hours). The halving "
+        "allocation probes every program with a few configs, most recorded time first, then "
+        "gives more to those whose probe promises the most saving a day; model probes in the "
+        "order a gain model trained on the shipped collection predicts, skipping programs it "
+        "predicts gain nothing; time tunes each fully, most recorded time first. Re-running "
+        "resumes. Each kept decision is then timed beside jax.jit here, and applies at its "
+        "program's next compile under hlotune.jit.")
+    tune.add_argument("--budget", type=int, metavar="N", help="configs to measure over the fleet")
+    tune.add_argument("--hours", type=float, metavar="H", help="hours to spend")
+    tune.add_argument("--allocation", choices=tuple(ALLOCATIONS), default=DEFAULT_ALLOCATION,
+                      help=f"how the budget is divided (default {DEFAULT_ALLOCATION})")
+    tune.add_argument("--runner", default="local", metavar="RUNNER",
+                      help="where to measure: local (default), ray or ray:ADDRESS")
+    tune.add_argument("--seed", type=int, default=0, help="seed of every search (default 0)")
+    tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    add_quiet(tune)
+    tune.set_defaults(run=run_tune)
+    report = commands.add_parser(
+        "report", help="what the fleet's decisions save a day, verified beside jax.jit, against tuning time",
+        description="Per recorded program and in total: recorded time a day, the decision's speedup "
+        "as tuned and as verified beside jax.jit, the time it saves a day at the recorded rate, "
+        "the tuning time spent, and a day's saving over it. hlotune report --out FILE.html draws "
+        "it as a page.")
+    report.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    report.set_defaults(run=run_report)
+    for command in (status, tune, report):
+        command.add_argument("--db", metavar="DB", help=DB_HELP)
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from hlotune.fleet.status import APPLIED, fleet_status
+
+    with open_database(args.db) as db:
+        rows = fleet_status(db)
+        location = db.location
+    if args.json:
+        for row in rows:
+            print(json.dumps(row.to_json()))
+        return 0
+    if not rows:
+        print(f"{location}: no program recorded on this machine yet (run it under hlotune.jit)")
+        return 0
+    print(f"{'PROGRAM':<40} {'FINGERPRINT':<13} {'CALLS':>9} {'TIME':>10} {'SHARE':>6}  DECISION")
+    for row in rows:
+        decision = f"{row.decision} ({row.speedup:.3f}x)" if row.decision == APPLIED else row.decision
+        if row.reason:
+            decision += f": {row.reason}"
+        print(f"{row.name[:40]:<40} {row.fingerprint[:12]:<13} {row.calls:>9} {row.seconds:>9.3f}s "
+              f"{row.share:>6.1%}  {decision}")
+    return 0
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    from hlotune.fleet.tune import fleet_tune
+    from hlotune.tuning.storage import default_db_location
+
+    location = args.db or default_db_location()
+    open_database(location).close()  # a missing or bad database: one line before any work
+    result = fleet_tune(location, allocate=ALLOCATIONS[args.allocation], budget=args.budget,
+                        hours=args.hours, runner=args.runner, seed=args.seed, show=not args.quiet)
+    if args.json:
+        print(json.dumps({"measured": result.measured, "seconds": result.seconds,
+                          "tunes": [{"program": o.program.name, "fingerprint": o.program.program,
+                                     "budget": o.budget, "measured": o.measured, "seconds": o.seconds,
+                                     "found": o.found, "speedup": o.speedup} for o in result.outcomes],
+                          "verified": {fp: v.speedup for fp, v in result.verified.items()}}))
+        return 0
+    print(f"fleet tune: {len(result.outcomes)} tunes, {result.measured} configs measured in {result.seconds:.0f} s")
+    names = {}
+    for o in result.outcomes:
+        names[o.program.program] = o.program.name
+        print(f"  {o.program.name[:40]:<40} budget {o.budget:>3}  measured {o.measured:>3}  found {o.found:.3f}x  "
+              f"kept {o.speedup:.3f}x")
+    for fingerprint, verification in result.verified.items():
+        print(f"  {names[fingerprint][:40]:<40} verified {verification.speedup:.3f}x beside jax.jit")
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from hlotune.fleet.savings import fleet_savings
+
+    with open_database(args.db) as db:
+        savings = fleet_savings(db)
+    if args.json:
+        print(json.dumps(savings.to_json()))
+        return 0
+    print(f"{'PROGRAM':<40} {'S/DAY':>10} {'REPORTED':>9} {'VERIFIED':>9} {'SAVED S/DAY':>12} {'TUNING S':>9}")
+    for p in savings.programs:
+        print(f"{p.name[:40]:<40} {p.seconds_per_day:>10.1f} {_x(p.reported):>9} {_x(p.verified):>9} "
+              f"{p.saved_per_day:>12.2f} {p.tuning_s:>9.0f}")
+    ratio = savings.saving_over_cost
+    print(f"{'total':<40} {savings.seconds_per_day:>10.1f} {'':>9} {'':>9} {savings.saved_per_day:>12.2f} "
+          f"{savings.tuning_s:>9.0f}")
+    if ratio is not None:
+        print(f"a day's saving is {ratio:.2f}x the tuning time")
+    return 0
+
+
+def _x(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}x"

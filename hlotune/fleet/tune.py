@@ -1,0 +1,117 @@
+"""`hlotune fleet tune`: one tuning budget spent across the recorded programs, where it saves most.
+
+A fleet's programs differ far more in what tuning can save than a program's configs differ in
+runtime: most programs gain nothing, a few gain 2x, and recorded time decides what a gain is
+worth. The budget counts configs measured over every program (`--budget`) and/or seconds
+(`--hours`); each program is tuned by `hlotune.tune` on its recording (the default engine, flags),
+so a stopped fleet tune resumes where it stopped, and every tune ends in its final check and a
+stored decision, which the program's next compile under `hlotune.jit` applies. How the budget is
+divided is an allocation (allocation.py). Each program a tune kept a config for is then timed
+beside jax.jit in this process (verify.py), so `fleet report` reads savings from runs, not from
+the batch that chose.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from hlotune.errors import HlotuneError
+from hlotune.progress import note
+from hlotune.tuning.recorded import recorded_spec
+from hlotune.tuning.storage import Recording, TuningDatabase, Verification
+
+
+class BudgetSpent(Exception):
+    """The fleet budget or its deadline is reached: the allocation stops there."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One program's tune at one budget."""
+
+    program: Recording
+    budget: int
+    measured: int  # configs measured by this tune (resumed ones cost nothing)
+    seconds: float
+    found: float  # the search's best speedup (flattered by the choice)
+    speedup: float  # kept, measured after choosing (1: the default was kept)
+
+    @property
+    def promise(self) -> float:
+        """What tuning it further may save a day: its recorded time a day times the share of it
+        the best config found would save."""
+        return self.program.seconds_per_day * (1 - 1 / max(self.found, self.speedup, 1.0))
+
+
+@dataclass
+class Spender:
+    """Tunes a program at a budget, charging the fleet's budget: what an allocation calls."""
+
+    location: str
+    budget: int | None  # configs measured over the fleet
+    deadline: float | None  # monotonic
+    runner: str = "local"
+    seed: int = 0
+    show: bool = True
+    measured: int = 0
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def __call__(self, program: Recording, budget: int) -> Outcome:
+        from hlotune.tuning.options import TuneOptions
+        from hlotune.tuning.tuner import tune
+
+        left = None if self.deadline is None else self.deadline - time.monotonic()
+        if (self.budget is not None and self.measured >= self.budget) or (left is not None and left <= 0):
+            raise BudgetSpent
+        if self.budget is not None:  # the last tune takes what is left (and its default)
+            budget = min(budget, self.budget - self.measured + 1)
+        with TuningDatabase(self.location) as db:
+            spec = recorded_spec(db, program)
+        options = TuneOptions(budget=budget, time_s=left, seed=self.seed)
+        result = tune(spec, options=options, db_path=self.location, runner=self.runner, progress=False)
+        with TuningDatabase(self.location) as db:
+            db.record_tune(program.program, budget, result.measurements, result.seconds)
+        self.measured += result.measurements
+        outcome = Outcome(program, budget, result.measurements, result.seconds,
+                          result.found_speedup or 1.0, result.speedup)
+        self.outcomes.append(outcome)
+        note(f"{program.name}: budget {budget}, {result.measurements} measured, found {outcome.found:.3f}x, "
+             f"kept {outcome.speedup:.3f}x ({self.measured} measured so far)", show=self.show)
+        return outcome
+
+
+@dataclass(frozen=True)
+class FleetTuneResult:
+    outcomes: list[Outcome]
+    verified: dict[str, Verification]  # by fingerprint: the programs a tune kept a config for
+    measured: int
+    seconds: float
+
+
+def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], None],
+               budget: int | None, hours: float | None, runner: str = "local", seed: int = 0,
+               verify_rounds: int = 10, show: bool = True) -> FleetTuneResult:
+    """Spend `budget` measured configs and/or `hours` on the fleet recorded at `location` as
+    `allocate` divides it, then verify the decisions kept (verify.py)."""
+    from hlotune.fleet.verify import verify_decision
+
+    if budget is None and hours is None:
+        raise HlotuneError("fleet tune needs --budget or --hours: configs to measure or hours to spend")
+    started = time.monotonic()
+    with TuningDatabase(location) as db:
+        programs = [r for r in db.recordings() if r.tunable]
+    if not programs:
+        raise HlotuneError(f"{location}: no tunable program recorded on this machine (run them under hlotune.jit)")
+    spend = Spender(location, budget, None if hours is None else started + hours * 3600, runner, seed, show)
+    try:
+        allocate(programs, spend)
+    except BudgetSpent:
+        note(f"fleet budget spent: {spend.measured} configs measured", show=show)
+    verified = {}
+    for program in dict.fromkeys(o.program for o in spend.outcomes):
+        verification = verify_decision(location, program, rounds=verify_rounds)
+        if verification is not None:
+            verified[program.program] = verification
+    return FleetTuneResult(spend.outcomes, verified, spend.measured, time.monotonic() - started)

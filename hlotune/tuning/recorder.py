@@ -1,0 +1,131 @@
+"""The process's side of `hlotune.jit`: what it records in the tuning database, and the rule
+that recording never breaks the user's program.
+
+Each program is recorded once, at its first compile (storage/recordings.py). Its calls are
+counted in memory, and the second call and then one in `SAMPLE_EVERY` are timed from their
+arguments' readiness to their outputs' (the others return as soon as jax dispatched them, as under jax.jit); the counts are written at most every
+`FLUSH_S` seconds and when the process exits, so a call costs an increment and a kill -9 loses
+at most the last interval's counts, never a recording or a decision.
+
+Every database operation goes through `_guarded`: a database that is missing, locked, corrupt
+or unreachable is warned about once per location, and the program runs as jax.jit would.
+"""
+
+from __future__ import annotations
+
+import atexit
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hlotune.progress import note
+from hlotune.tuning.storage import CallCount, Decision, TuningDatabase, exists
+
+SAMPLE_EVERY = 16  # calls per timed call
+FLUSH_S = 30.0  # seconds between writes of the counts
+T = TypeVar("T")
+
+
+class ProgramCalls:
+    """One program's calls in this process."""
+
+    __slots__ = ("fingerprint", "calls", "sampled", "sampled_s", "since")
+
+    def __init__(self, fingerprint: str) -> None:
+        self.fingerprint = fingerprint
+        self.calls = self.sampled = 0
+        self.sampled_s = 0.0
+        self.since = time.time()
+
+    def count(self) -> CallCount:
+        return CallCount(self.calls, self.sampled, self.sampled_s, self.since)
+
+
+class Recorder:
+    """The recordings of one database location in this process (one per location: see
+    `recorder_for`)."""
+
+    def __init__(self, location: str | Path) -> None:
+        self.location = str(location)
+        self.programs: dict[str, ProgramCalls] = {}
+        self._db: TuningDatabase | None = None
+        self._broken = False  # warned: the database is not used again in this process
+        self._flushed = time.monotonic()
+        self._announced: set[str] = set()
+        atexit.register(self.flush)
+
+    def record(self, fingerprint: str, name: str, shapes: str, exported: bytes | None,
+               reason: str) -> ProgramCalls:
+        """Record the program once; its counter for this process."""
+        if fingerprint not in self.programs:
+            self.programs[fingerprint] = ProgramCalls(fingerprint)
+            self._guarded(lambda db: db.record_program(fingerprint, name, shapes, exported, reason))
+        return self.programs[fingerprint]
+
+    def decision(self, fingerprint: str, allow_numerics_change: bool) -> Decision | None:
+        """The decision to apply to the program here, if the database holds one (a database
+        file that does not exist holds none, and is not made by looking)."""
+        if self._db is None and not exists(self.location):
+            return None
+        return self._guarded(lambda db: db.best(fingerprint, allow_numerics_change=allow_numerics_change))
+
+    def announce(self, fingerprint: str, name: str, decision: Decision) -> None:
+        """Say on stderr, once per program and process, that a decision is applied."""
+        if fingerprint not in self._announced:
+            self._announced.add(fingerprint)
+            note(f"hlotune: {name} runs the config tuned for it ({decision.speedup:.3f}x over "
+                 f"XLA's default when tuned, {decision.strategy} search; HLOTUNE_DISABLE=1 turns it off)")
+
+    def timed(self, calls: ProgramCalls, run: Callable[[], Any], args: tuple) -> Any:
+        """`run()` timed to completion, as one sampled call of the program: its arguments are
+        waited for first, so calls still queued before it (jax dispatches asynchronously)
+        are not counted as its time."""
+        import jax
+
+        jax.block_until_ready(args)
+        started = time.perf_counter()
+        out = jax.block_until_ready(run())
+        calls.sampled += 1
+        calls.sampled_s += time.perf_counter() - started
+        if time.monotonic() - self._flushed > FLUSH_S:
+            self.flush()
+        return out
+
+    def flush(self) -> None:
+        """Write every program's counts so far."""
+        self._flushed = time.monotonic()
+        counted = [calls for calls in self.programs.values() if calls.calls]
+        if counted:
+            self._guarded(lambda db: [db.record_calls(c.fingerprint, c.count()) for c in counted])
+
+    def _guarded(self, action: Callable[[TuningDatabase], T]) -> T | None:
+        if self._broken:
+            return None
+        try:
+            if self._db is None:
+                self._db = TuningDatabase(self.location)
+            return action(self._db)
+        except Exception as error:  # any failure of the database: the program runs on
+            self._broken = True
+            warnings.warn(f"hlotune: the tuning database {self.location} cannot be used "
+                          f"({_first_line(error)}); programs compile as jax.jit would",
+                          RuntimeWarning, stacklevel=4)
+            return None
+
+
+_RECORDERS: dict[str, Recorder] = {}
+
+
+def recorder_for(location: str | Path) -> Recorder:
+    """The process's recorder of `location`, shared by every hlotune.jit function using it."""
+    key = str(location)
+    if key not in _RECORDERS:
+        _RECORDERS[key] = Recorder(key)
+    return _RECORDERS[key]
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

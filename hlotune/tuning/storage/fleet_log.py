@@ -1,0 +1,66 @@
+"""What `hlotune fleet` keeps beside the tunes themselves: the tuning time each program cost, and
+each decision's speedup verified beside jax.jit, where the program runs, rather than in the
+batch that chose it (its report, final_check.py, can still carry luck)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from hlotune.tuning.storage.connection import Connection
+
+_KEY = "program = ? AND machine = ? AND jax = ? AND jaxlib = ?"
+
+
+@dataclass(frozen=True)
+class Verification:
+    """A decision's executable timed beside jax.jit's, interleaved, in one process."""
+
+    config_key: str
+    jit_ns: float  # per call, median over rounds
+    tuned_ns: float
+    rounds: int
+    timestamp: float
+
+    @property
+    def speedup(self) -> float:
+        return self.jit_ns / self.tuned_ns
+
+
+class FleetLog:
+    """Part of TuningDatabase (sql.py), on its connection and scope."""
+
+    _sql: Connection
+    _scope: tuple[str, str, str]
+
+    def record_tune(self, fingerprint: str, budget: int, measured: int, seconds: float) -> None:
+        """One tune of the program: its budget, the configs it measured, its seconds."""
+        with self._sql.writing():
+            self._sql.execute(f"INSERT INTO tunes VALUES ({', '.join('?' * 8)})",
+                              (fingerprint, *self._scope, budget, measured, seconds, time.time()))
+
+    def tuning_seconds(self, fingerprint: str) -> float:
+        """Every tune's seconds on the program here."""
+        row = self._sql.execute(f"SELECT COALESCE(SUM(seconds), 0) FROM tunes WHERE {_KEY}",
+                                (fingerprint, *self._scope)).fetchone()
+        return float(row[0])
+
+    def tuned_budget(self, fingerprint: str) -> int:
+        """The largest budget a fleet tune gave the program here (0: none yet)."""
+        row = self._sql.execute(f"SELECT COALESCE(MAX(budget), 0) FROM tunes WHERE {_KEY}",
+                                (fingerprint, *self._scope)).fetchone()
+        return int(row[0])
+
+    def verify(self, fingerprint: str, verification: Verification) -> None:
+        with self._sql.writing():
+            self._sql.execute(
+                f"INSERT INTO verifications VALUES ({', '.join('?' * 9)})",
+                (fingerprint, *self._scope, verification.config_key, verification.jit_ns,
+                 verification.tuned_ns, verification.rounds, verification.timestamp))
+
+    def verification(self, fingerprint: str, config_key: str) -> Verification | None:
+        """The latest verification of `config_key` on the program here."""
+        row = self._sql.execute(
+            f"SELECT config, jit_ns, tuned_ns, rounds, timestamp FROM verifications WHERE {_KEY} "
+            f"AND config = ? ORDER BY {self._sql.order} DESC", (fingerprint, *self._scope, config_key)).fetchone()
+        return None if row is None else Verification(*row)

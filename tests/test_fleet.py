@@ -1,0 +1,91 @@
+"""hlotune fleet tune and report: one budget across the recorded programs, resumed, verified."""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+import hlotune
+from hlotune.fleet.allocation import PROBE, by_time, halving
+from hlotune.fleet.tune import BudgetSpent, Outcome
+from hlotune.tuning.recorder import recorder_for
+from hlotune.tuning.storage import Recording, TuningDatabase
+
+
+def rolled(u):
+    for _ in range(6):
+        u = 0.25 * (jnp.roll(u, 1, 0) + jnp.roll(u, -1, 0) + jnp.roll(u, 1, 1) + jnp.roll(u, -1, 1))
+    return u
+
+
+def squashed(x, w):
+    return jnp.tanh(x @ w) @ w
+
+
+@pytest.fixture
+def fleet(tmp_path) -> str:
+    """Two programs recorded by hlotune.jit, `rolled` called far more often."""
+    location = str(tmp_path / "fleet.sqlite")
+    first, second = hlotune.jit(rolled, db=location), hlotune.jit(squashed, db=location)
+    u, x = jnp.ones((128, 128)), jnp.ones((64, 64))
+    for _ in range(40):
+        jax.block_until_ready(first(u))
+    for _ in range(3):
+        jax.block_until_ready(second(x, x))
+    recorder_for(location).flush()
+    return location
+
+
+def test_a_fleet_tune_spends_its_budget_most_recorded_time_first_and_resumes(fleet, cli):
+    done = cli("fleet", "tune", "--db", fleet, "--budget", PROBE, "--json", "--quiet")
+    assert done.returncode == 0, done.stderr
+    first = json.loads(done.stdout)
+    assert [t["program"] for t in first["tunes"]] == [f"{__name__}.rolled"]  # the budget went to it
+    assert first["measured"] >= PROBE - 1
+    again = json.loads(cli("fleet", "tune", "--db", fleet, "--budget", PROBE, "--json", "--quiet").stdout)
+    assert again["tunes"][0]["measured"] == 0  # resumed: nothing measured twice
+    assert [t["program"] for t in again["tunes"]][:2] == [f"{__name__}.rolled", f"{__name__}.squashed"]
+    report = json.loads(cli("fleet", "report", "--db", fleet, "--json").stdout)
+    rolled_row = next(p for p in report["programs"] if p["name"].endswith("rolled"))
+    assert rolled_row["tuning_s"] > 0 and rolled_row["seconds_per_day"] > 0 and rolled_row["reported"] is not None
+    assert (rolled_row["verified"] is None) == (rolled_row["reported"] == 1.0)  # kept configs are verified
+    assert report["tuning_s"] >= rolled_row["tuning_s"]
+    status = [json.loads(line) for line in cli("fleet", "status", "--db", fleet, "--json").stdout.splitlines()]
+    assert status[0]["name"].endswith("rolled") and status[0]["decision"] != "not tuned"
+
+
+def _recording(name: str, seconds: float) -> Recording:
+    return Recording(name * 8, name, "", True, "", 0.0, 10, seconds, 86400.0)
+
+
+def test_halving_probes_everything_then_gives_more_to_the_most_promising():
+    programs = [_recording(name, seconds) for name, seconds in (("a", 9.0), ("b", 5.0), ("c", 3.0), ("d", 1.0))]
+    found = {"a": 1.0, "b": 1.5, "c": 1.01, "d": 2.0}  # b saves 5/3 s a day, d 1/2, a nothing
+    spent = []
+
+    def spend(program, budget):
+        spent.append((program.name, budget))
+        return Outcome(program, budget, budget, 1.0, found[program.name], 1.0)
+
+    halving(programs, spend)
+    assert spent[:4] == [("a", PROBE), ("b", PROBE), ("c", PROBE), ("d", PROBE)]
+    assert spent[4] == ("b", PROBE * 3)  # a third of four: one program, the most promising
+    assert spent[-1][1] == 32 and {name for name, _ in spent[4:]} == {"b"}
+
+
+def test_an_allocation_stops_where_the_budget_is_spent():
+    programs = [_recording(name, 1.0) for name in "abc"]
+    spent = []
+
+    def spend(program, budget):
+        if len(spent) == 2:
+            raise BudgetSpent
+        spent.append(program.name)
+        return Outcome(program, budget, budget, 1.0, 1.0, 1.0)
+
+    with pytest.raises(BudgetSpent):
+        by_time(programs, spend)
+    assert spent == ["a", "b"]

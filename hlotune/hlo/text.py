@@ -109,7 +109,9 @@ class InstructionLine:
 
 
 @dataclass(frozen=True)
-class Computation:
+class ComputationText:
+    """One computation of a module's text, as line indices into it (HloGraph's is `Computation`)."""
+
     name: str
     header: int  # the index of its header line
     body: tuple[int, ...]  # the indices of its lines, header and closing brace excluded
@@ -122,7 +124,7 @@ class HloText:
     """A module's text: its lines and its computations, in the text's order."""
 
     lines: tuple[str, ...]
-    computations: dict[str, Computation]
+    computations: dict[str, ComputationText]
 
     @classmethod
     def parse(cls, text: str) -> HloText:
@@ -139,7 +141,7 @@ class HloText:
         computations = {}
         for name, (header, body) in spans.items():
             parsed = {i: instruction for i in body if (instruction := InstructionLine.parse(lines[i])) is not None}
-            computations[name] = Computation(name, header, tuple(body), parsed, lines[header].startswith("ENTRY "))
+            computations[name] = ComputationText(name, header, tuple(body), parsed, lines[header].startswith("ENTRY "))
         return cls(lines, computations)
 
     @property
@@ -155,7 +157,7 @@ class HloText:
                  for instruction in computation.instructions.values() if instruction.opcode == "fusion"}
         return set(self.closure(sorted(fused)))
 
-    def unfused_computations(self) -> list[Computation]:
+    def unfused_computations(self) -> list[ComputationText]:
         """The computations outside any fusion (the entry, loop bodies, branches, reducers):
         where XLA:CPU's thunks are."""
         fused = self.fused_computations()

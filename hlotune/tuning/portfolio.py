@@ -110,7 +110,7 @@ def greedy(log_speedups: np.ndarray, size: int) -> list[int]:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class HeldOutShares:
     """Leave-one-family-out, for k = 1..size: the median over held-out programs with a gain of
     the share of their best log gain among all shared configs that k configs keep: the first k
     of the greedy portfolio fitted without their family, and k shared configs drawn at random
@@ -131,8 +131,8 @@ class Evaluation:
         return "\n".join(lines)
 
 
-def leave_one_family_out(gains: Gains, size: int = SIZE, draws: int = DRAWS, seed: int = 0) -> Evaluation:
-    """The Evaluation of portfolios of up to `size` configs."""
+def leave_one_family_out(gains: Gains, size: int = SIZE, draws: int = DRAWS, seed: int = 0) -> HeldOutShares:
+    """The HeldOutShares of portfolios of up to `size` configs."""
     matrix, families = gains.log_speedups, gains.families
     held = np.zeros((len(matrix), size))
     for family in np.unique(families):
@@ -141,7 +141,7 @@ def leave_one_family_out(gains: Gains, size: int = SIZE, draws: int = DRAWS, see
     rng = np.random.default_rng(seed)
     drawn = np.mean([_by_k(matrix, rng.permutation(matrix.shape[1]), size) for _ in range(draws)], axis=0)
     best = kept(matrix, range(matrix.shape[1]))
-    return Evaluation(_median_shares(held, best), _median_shares(drawn, best), int((best > 0).sum()),
+    return HeldOutShares(_median_shares(held, best), _median_shares(drawn, best), int((best > 0).sum()),
                       len(np.unique(families)), draws, seed)
 
 
@@ -192,7 +192,7 @@ def load_portfolio(path: str | Path = SHIPPED) -> Portfolio:
 
 
 def build(source: str = SOURCE, size: int = SIZE, draws: int = DRAWS, seed: int = 0,
-          path: str | Path = SHIPPED) -> dict[str, Evaluation]:
+          path: str | Path = SHIPPED) -> dict[str, HeldOutShares]:
     """Write the greedy portfolios of `size` configs (of every shared config, and of the
     numerics-preserving ones) of the programs under `source` to `path`, with their provenance
     and leave-one-family-out evaluations, which it returns."""

@@ -13,7 +13,7 @@ import numpy as np
 from hlotune.data.sample import GraphSample
 from hlotune.hlo.costs import LAUNCH_S, core_seconds
 from hlotune.kernels.labels import KernelGraphs
-from hlotune.kernels.program_model import CompiledConfig
+from hlotune.kernels.program_model import CompiledModule
 from hlotune.models.baselines.features import feature_matrix, flag_names_of
 from hlotune.models.baselines.gbdt import PARAMS, ROUNDS, load_lightgbm, relevance_grades
 
@@ -21,7 +21,7 @@ KINDS = ("kLoop", "kInput", "kOutput", "kCustom")
 SUMMARY = ("thunks", "calls", *KINDS, "unfused", "log_flops", "log_bytes", "log_roofline_s")
 
 
-def compiled_summary(compiled: list[CompiledConfig], graphs: KernelGraphs) -> np.ndarray:
+def compiled_summary(compiled: list[CompiledModule], graphs: KernelGraphs) -> np.ndarray:
     """(c, len(SUMMARY)) the summary of each config's compiled module."""
     rows = []
     for config in compiled:

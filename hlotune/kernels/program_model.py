@@ -46,8 +46,8 @@ class CompiledThunk:
 
 
 @dataclass(frozen=True)
-class CompiledConfig:
-    """What a screen knows of a config once XLA compiled it: its thunks and options."""
+class CompiledModule:
+    """What a screen knows of the module XLA compiled for a config: its thunks and options."""
 
     flags: FlagConfig
     thunks: list[CompiledThunk]
@@ -77,7 +77,7 @@ class KernelProgramModel:
         self.kernel_model.save(folder / KERNEL_MODEL)
         (folder / OVERHEAD).write_text(json.dumps(asdict(self.overhead), indent=1) + "\n")
 
-    def kernels_ns(self, compiled: list[CompiledConfig]) -> np.ndarray:
+    def kernels_ns(self, compiled: list[CompiledModule]) -> np.ndarray:
         """(c,) each config's predicted kernel time: the sum over its thunks of ns per call times
         the calls the module says it makes (a screen has no profile)."""
         from hlotune.models.predict import predict_scores
@@ -98,27 +98,27 @@ class KernelProgramModel:
                     total[row] += ns * calls
         return total
 
-    def program_ns(self, compiled: list[CompiledConfig]) -> np.ndarray:
+    def program_ns(self, compiled: list[CompiledModule]) -> np.ndarray:
         """(c,) each config's predicted runtime, up to a constant of the program."""
         calls = np.array([sum(t.calls for t in config.thunks) for config in compiled], np.float64)
         return self.kernels_ns(compiled) + self.overhead.per_call_ns * calls
 
-    def from_labels(self, labels: ProgramKernels, configs: list[CompileConfig]) -> list[CompiledConfig]:
-        """The compiled configs a kernel-label file holds (their times left out)."""
+    def from_labels(self, labels: ProgramKernels, configs: list[CompileConfig]) -> list[CompiledModule]:
+        """The compiled modules a kernel-label file holds (their times left out)."""
         self.graphs.load(labels.modules, labels.fingerprints)
-        return [CompiledConfig(configs[int(labels.rows[row])].flags, [
+        return [CompiledModule(configs[int(labels.rows[row])].flags, [
             CompiledThunk(str(labels.fingerprints[c]), str(labels.kinds[c]),
                           tuple(int(p) for p in labels.partitions[row, c] if p), int(labels.static_calls[row, c]))
             for c in labels.present(row)])
             for row in range(len(labels.rows))]
 
-    def from_module(self, text: str, config: CompileConfig) -> tuple[CompiledConfig, dict[str, str]]:
+    def from_module(self, text: str, config: CompileConfig) -> tuple[CompiledModule, dict[str, str]]:
         """A config as XLA compiled it (`text`, the compiled module), and its thunks' module
         texts by fingerprint."""
         thunks = thunks_of(text)
         modules = {t.fingerprint: t.module for t in thunks.values()}
         self.graphs.add(modules)
-        return CompiledConfig(config.flags, [CompiledThunk(t.fingerprint, t.kind, t.partitions, t.calls)
+        return CompiledModule(config.flags, [CompiledThunk(t.fingerprint, t.kind, t.partitions, t.calls)
                                              for t in thunks.values()]), modules
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.measure import Measurer, MeasureSettings
-from hlotune.kernels.program_model import CompiledConfig, CompiledThunk, KernelProgramModel
+from hlotune.kernels.program_model import CompiledModule, CompiledThunk, KernelProgramModel
 from hlotune.tuning.models.base import CostModel
 
 
@@ -54,19 +54,19 @@ class KernelScreen(CostModel):
             scores[healthy] = np.log(predicted)
         return scores
 
-    def _cached(self, config: CompileConfig) -> CompiledConfig | None | bool:
+    def _cached(self, config: CompileConfig) -> CompiledModule | None | bool:
         """The config's thunks from the database; None if it failed to compile; False if unknown."""
         found, thunks = self._db.compiled(self.fingerprint, config.key)
         if not found:
             return False
         if thunks is None:
             return None
-        compiled = CompiledConfig(config.flags, [CompiledThunk.from_json(t) for t in thunks])
+        compiled = CompiledModule(config.flags, [CompiledThunk.from_json(t) for t in thunks])
         self.model.graphs.add(self._db.thunk_modules([t.fingerprint for t in compiled.thunks
                                                       if not self.model.graphs.has(t.fingerprint)]))
         return compiled
 
-    def _store(self, config: CompileConfig, text: str | None) -> CompiledConfig | None:
+    def _store(self, config: CompileConfig, text: str | None) -> CompiledModule | None:
         if text is None:
             self._db.record_compiled(self.fingerprint, config.key, None, {})
             return None

@@ -133,11 +133,13 @@ def _option_rejected(lowered: Any, name: str, value: Any) -> str | None:
 
 
 def _passes_missing(lowered: Any, passes: list[str]) -> dict[str, str | None]:
+    """Which of `passes` XLA:CPU does not run; none where nothing was dumped (a compile served
+    from a cache), since a pass left in costs only a gene that changes nothing."""
     with tempfile.TemporaryDirectory() as folder:
         pattern = "^(" + "|".join(map(re.escape, passes)) + ")$"
         lowered.compile(compiler_options={"xla_dump_to": folder, "xla_dump_hlo_pass_re": pattern})
         ran = set(re.findall(r"(?:after|before)_([^.]+)", " ".join(os.listdir(folder))))
-    return {key(DISABLE_PASSES, p): None if p in ran else _NO_PASS for p in passes}
+    return {key(DISABLE_PASSES, p): None if p in ran or not ran else _NO_PASS for p in passes}
 
 
 def _read(path: Path) -> dict[str, dict[str, str | None]]:

@@ -36,7 +36,7 @@ from hlotune.compiler.flags import FLAG_FEATURE_NAMES
 from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
-from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigArrays
 from hlotune.models import GraphCostModel, ModelConfig, data_fields, predict_scores
 from hlotune.models.files import pretrained_folder, read_model_files
 from hlotune.models.predict import MAX_ROWS
@@ -148,7 +148,7 @@ def _shipped(collection: str) -> ModelConfig:
 def _layout(fixture: GraphSample, count: int) -> GraphSample:
     feat = fixture.configs.node_config_feat
     repeated = np.resize(feat, (count, *feat.shape[1:]))
-    configs = LayoutConfigs(fixture.configs.node_config_ids, repeated, np.zeros(count, np.int64))
+    configs = LayoutConfigArrays(fixture.configs.node_config_ids, repeated, np.zeros(count, np.int64))
     return GraphSample(fixture.graph, configs, name=fixture.name)
 
 

@@ -11,7 +11,7 @@ import pytest
 from hlotune.compiler.flags import DEFAULT_FLAGS, FLAG_FEATURE_NAMES, FlagConfig
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
-from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigArrays, TileConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.evaluate import evaluate
 from hlotune.hlo.opcodes import OPCODE_NAMES
@@ -37,7 +37,7 @@ def _layout_sample(outputs: list[list[list[int]]]) -> GraphSample:
     for c, sites in enumerate(outputs):
         for s, layout in enumerate(sites):
             feat[c, s, : len(layout)] = layout
-    configs = LayoutConfigs(np.array([1, 2]), feat, np.arange(1, len(outputs) + 1, dtype=np.int64))
+    configs = LayoutConfigArrays(np.array([1, 2]), feat, np.arange(1, len(outputs) + 1, dtype=np.int64))
     return GraphSample(_graph([(4, 4), (4, 4), (1024, 1024)]), configs, name="hand-made")
 
 
@@ -71,7 +71,7 @@ def test_analytical_tile_and_flags_rules():
     graph = _graph([(8, 8)])
     feat = np.zeros((2, 24), np.float32)
     feat[:, 15] = [16, 256]  # output tile product: the larger tile does more work per step
-    tile = GraphSample(graph, TileConfigs(feat, np.ones(2, np.int64), np.ones(2, np.int64)))
+    tile = GraphSample(graph, TileConfigArrays(feat, np.ones(2, np.int64), np.ones(2, np.int64)))
     assert np.argmin(analytical_scores(tile)) == 1
     rows = [DEFAULT_FLAGS, FlagConfig.from_dict({"xla_backend_optimization_level": 0}),
             FlagConfig((), ("fusion",)), FlagConfig.from_dict({"xla_cpu_max_isa": "AVX"})]

@@ -17,7 +17,7 @@ from hlotune.compiler.measure import OK
 from hlotune.data import schema
 from hlotune.data.dataset import Dataset, split_info
 from hlotune.data.npz import read_sample
-from hlotune.data.sample import FusionConfigs
+from hlotune.data.sample import FusionConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import opcode_id
 from hlotune.programs import load_program
@@ -41,7 +41,7 @@ def test_the_file_holds_the_fused_graph_and_one_hot_decisions(collected):
     path, summary = collected
     sample = read_sample(path)
     configs = sample.configs
-    assert isinstance(configs, FusionConfigs) and sample.collection == summary["space"] == "fusion"
+    assert isinstance(configs, FusionConfigArrays) and sample.collection == summary["space"] == "fusion"
     healthy = [r for r in summary["configs"] if r["status"] == OK]
     c, nc = sample.num_configs, configs.node_config_ids.shape[0]
     assert c == len(healthy) + 1 >= 2 and nc > 0  # the default first

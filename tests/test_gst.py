@@ -11,7 +11,7 @@ import torch
 from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
-from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.models import (
     GraphCostModel,
@@ -55,7 +55,7 @@ def _copies(sample: GraphSample, count: int) -> GraphSample:
         edge_index=np.concatenate([graph.edge_index + k * n for k in range(count)]),
         node_splits=np.array([[0, count * n]]),
     )
-    layout = LayoutConfigs(
+    layout = LayoutConfigArrays(
         node_config_ids=np.concatenate([configs.node_config_ids + k * n for k in range(count)]),
         node_config_feat=np.concatenate([configs.node_config_feat] * count, axis=1),
         config_runtime=configs.config_runtime,
@@ -183,7 +183,7 @@ def test_collapse_chains_rewires_plain_chains():
     sample = GraphSample(
         GraphArrays(np.arange(10, dtype=np.float32).reshape(5, 2), np.arange(5, dtype=np.uint8),
                     edges, np.array([[0, 5]])),
-        LayoutConfigs(np.array([3]), np.zeros((2, 1, 18), np.float32), np.array([5, 7])),
+        LayoutConfigArrays(np.array([3]), np.zeros((2, 1, 18), np.float32), np.array([5, 7])),
     )
     collapsed = collapse_chains(sample)
     # 1 and 2 have one operand and one user and no config: gone; 3 now consumes 0.
@@ -198,7 +198,7 @@ def test_drop_duplicate_configs_keeps_the_median_runtime(layout_sample):
     configs = layout_sample.configs
     feat = np.concatenate([configs.node_config_feat[:3], configs.node_config_feat[:1].repeat(3, 0)])
     runtime = np.array([50, 60, 70, 10, 40, 0])  # config 0 is measured as 50, 10, 40 (and 0)
-    sample = replace(layout_sample, configs=LayoutConfigs(configs.node_config_ids, feat, runtime))
+    sample = replace(layout_sample, configs=LayoutConfigArrays(configs.node_config_ids, feat, runtime))
     kept = drop_duplicate_configs(sample).configs
     assert sorted(kept.config_runtime.tolist()) == [40, 60, 70]  # median of 10, 40, 50
     assert drop_duplicate_configs(layout_sample) is layout_sample  # no duplicates: unchanged

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hlotune.data.sample import LayoutConfigs, TileConfigs
+from hlotune.data.sample import LayoutConfigArrays, TileConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo import wire
 from hlotune.hlo.extended_features import EXTENDED_FEATURE_NAMES
@@ -45,7 +45,7 @@ def test_raw_layout_record_gives_the_official_configs(unet):
     kind, records = read_pb(unet["record"])
     assert kind == MODULE_TUNING_DATA and len(records) == 1
     configs = records[0].configs
-    assert isinstance(configs, LayoutConfigs)
+    assert isinstance(configs, LayoutConfigArrays)
     official = unet["npz"]
     np.testing.assert_array_equal(configs.node_config_ids, official["node_config_ids"])
     # 122 runs in the record, 10 with errors: 112 successful configs.
@@ -90,7 +90,7 @@ def test_tile_tuning_data_gives_config_features_and_normalisers():
     kind, records = read_pb(tuning_data)
     assert kind == TUNING_DATA and len(records) == 2
     configs = records[0].configs
-    assert isinstance(configs, TileConfigs)
+    assert isinstance(configs, TileConfigArrays)
     assert records[0].fingerprint == 42
     assert records[0].graph.num_nodes == graph_from_proto(module).num_nodes
     np.testing.assert_array_equal(configs.config_runtime, [2000, 1500])

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigArrays, TileConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.models import (
     GraphCostModel,
@@ -49,7 +49,7 @@ def _runtimes(rng: np.random.Generator, c: int) -> np.ndarray:
 def layout_sample(seed: int = 0, n: int = 30, c: int = 6, config_nodes=(3, 4, 20)) -> GraphSample:
     rng = np.random.default_rng(seed)
     feat = rng.integers(-1, 6, size=(c, len(config_nodes), 18)).astype(np.float32)
-    configs = LayoutConfigs(np.array(config_nodes, dtype=np.int64), feat, _runtimes(rng, c))
+    configs = LayoutConfigArrays(np.array(config_nodes, dtype=np.int64), feat, _runtimes(rng, c))
     return GraphSample(_graph(rng, n), configs, name=f"layout{seed}")
 
 
@@ -65,7 +65,7 @@ def tile_sample(seed: int = 0, n: int = 6, c: int = 5) -> GraphSample:
     rng = np.random.default_rng(seed)
     feat = rng.integers(0, 64, size=(c, 24)).astype(np.float32)
     runtimes = _runtimes(rng, c)
-    configs = TileConfigs(feat, runtimes, np.full(c, runtimes[0]))
+    configs = TileConfigArrays(feat, runtimes, np.full(c, runtimes[0]))
     return GraphSample(_graph(rng, n), configs, name=f"tile{seed}")
 
 

@@ -2,8 +2,8 @@
 that cost models read while tuning, so a model ranks candidates exactly as it was trained.
 
 The program's graph is featurized once; the configs become flag features (`FlagConfigArrays`, one
-named column per option value), per-site layouts (`LayoutConfigs`) or per-kernel fusion
-decisions (`FusionConfigs`), whose graph is the default fused module (fusion_features.py).
+named column per option value), per-site layouts (`LayoutConfigArrays`) or per-kernel fusion
+decisions (`FusionConfigArrays`), whose graph is the default fused module (fusion_features.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hlotune.compiler.flags import FLAG_FEATURE_NAMES, FLAG_FEATURE_NUMERICS
 from hlotune.compiler.fusion_features import FusionSites
 from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.layouts import LayoutSpace
-from hlotune.data.sample import FlagConfigArrays, FusionConfigs, GraphArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigArrays, FusionConfigArrays, GraphArrays, GraphSample, LayoutConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
 
@@ -62,11 +62,11 @@ class ConfigEncoder:
                                   config_feat_numerics=numerics)
         elif collection == "layout":
             feat = self.layouts.node_config_feat([config.layout for config in configs])
-            encoded = LayoutConfigs(self.layouts.node_config_ids, feat, runtime, **measured)
+            encoded = LayoutConfigArrays(self.layouts.node_config_ids, feat, runtime, **measured)
         elif collection == "fusion":
             sites = self.fusion
             feat = sites.node_config_feat([config.kernels for config in configs])
-            encoded = FusionConfigs(sites.node_config_ids, feat, runtime, **measured,
+            encoded = FusionConfigArrays(sites.node_config_ids, feat, runtime, **measured,
                                     node_config_choices=sites.node_config_choices)
         else:
             raise HlotuneError(f"unknown collection {collection!r}: use {', '.join(COLLECTIONS)}")

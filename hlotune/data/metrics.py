@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import kendalltau
 
-from hlotune.data.sample import GraphSample, TileConfigs
+from hlotune.data.sample import GraphSample, TileConfigArrays
 from hlotune.errors import HlotuneError
 
 # The K of the top-K errors each collection reports (the TpuGraphs paper's choices for tile and
@@ -46,7 +46,7 @@ def target_runtimes(sample: GraphSample) -> np.ndarray:
     """What a model ranks: runtimes, normalised by the default tile config for tile graphs."""
     configs = sample.configs
     runtimes = configs.config_runtime.astype(np.float64)
-    if isinstance(configs, TileConfigs):
+    if isinstance(configs, TileConfigArrays):
         return runtimes / configs.config_runtime_normalizers
     return runtimes
 

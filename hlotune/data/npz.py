@@ -22,18 +22,19 @@ from hlotune.atomic import write_atomic
 from hlotune.data import schema
 from hlotune.data.sample import (
     FlagConfigArrays,
-    FusionConfigs,
+    FusionConfigArrays,
     GraphArrays,
     GraphSample,
-    LayoutConfigs,
-    TileConfigs,
+    LayoutConfigArrays,
+    TileConfigArrays,
 )
 from hlotune.errors import HlotuneError
 
 PathLike = str | os.PathLike[str]
 T = TypeVar("T")
 
-CONFIG_TYPES = {"tile": TileConfigs, "layout": LayoutConfigs, "flags": FlagConfigArrays, "fusion": FusionConfigs}
+CONFIG_TYPES = {"tile": TileConfigArrays, "layout": LayoutConfigArrays, "flags": FlagConfigArrays,
+                "fusion": FusionConfigArrays}
 
 _HEADER_READERS = {
     (1, 0): np.lib.format.read_array_header_1_0,

@@ -42,7 +42,7 @@ class GraphArrays:
 
 
 @dataclass
-class TileConfigs:
+class TileConfigArrays:
     """Kernel-level configs: one tile-size vector per config (TpuGraphs tile collection)."""
 
     config_feat: np.ndarray  # (c, 24) float32
@@ -55,7 +55,7 @@ class TileConfigs:
 
 
 @dataclass
-class LayoutConfigs:
+class LayoutConfigArrays:
     """Per-node layout configs (TpuGraphs layout collection).
 
     `config_runtime_samples` is hlotune's addition for data it measured itself.
@@ -68,7 +68,7 @@ class LayoutConfigs:
 
 
 @dataclass(kw_only=True)
-class FusionConfigs(LayoutConfigs):
+class FusionConfigArrays(LayoutConfigArrays):
     """hlotune's fusion collection: per-node configs as in layout, on the kernels of XLA:CPU's
     default fused module. `node_config_feat` is (c, nc, 5), one-hot: keep, merge, split at the
     kernel's 1st, 2nd or 3rd offered point; a row of keeps is XLA's own fusion
@@ -92,7 +92,7 @@ class FlagConfigArrays:
     config_feat_numerics: np.ndarray | None = None  # (f,) int64: 1 = a numerics-changing option
 
 
-Configs = TileConfigs | LayoutConfigs | FusionConfigs | FlagConfigArrays
+ConfigArrays = TileConfigArrays | LayoutConfigArrays | FusionConfigArrays | FlagConfigArrays
 
 
 @dataclass
@@ -100,7 +100,7 @@ class GraphSample:
     """One TpuGraphs file: a graph, its configurations and where it came from."""
 
     graph: GraphArrays
-    configs: Configs | None
+    configs: ConfigArrays | None
     name: str = ""
     source: str = ""  # path or program spec it was built from
 
@@ -139,7 +139,7 @@ class GraphSample:
         configs = self.configs
         if configs is not None:
             data.config_runtime = torch.as_tensor(configs.config_runtime)
-            layout = isinstance(configs, LayoutConfigs)
+            layout = isinstance(configs, LayoutConfigArrays)
             feat = configs.node_config_feat if layout else configs.config_feat
             data.config_feat = torch.as_tensor(feat, dtype=torch.float32)
             if layout:
@@ -147,6 +147,6 @@ class GraphSample:
         return data
 
 
-def collection_of(configs: Configs | None) -> str | None:
-    return {TileConfigs: "tile", LayoutConfigs: "layout", FusionConfigs: "fusion",
+def collection_of(configs: ConfigArrays | None) -> str | None:
+    return {TileConfigArrays: "tile", LayoutConfigArrays: "layout", FusionConfigArrays: "fusion",
             FlagConfigArrays: "flags"}.get(type(configs))

@@ -17,7 +17,7 @@ import numpy as np
 from hlotune.data.builtin import resolve
 from hlotune.data.dataset import split_info
 from hlotune.data.npz import check_file
-from hlotune.data.sample import GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.sample import GraphSample, LayoutConfigArrays, TileConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import OPCODE_NAMES
 from hlotune.hlo.sources import load_samples
@@ -89,7 +89,7 @@ def describe(sample: GraphSample | None, path: str, errors: list[str]) -> Inspec
     info.collection = sample.collection
     info.nodes, info.edges, info.configs = graph.num_nodes, graph.num_edges, sample.num_configs
     info.labelled = sample.labelled
-    if isinstance(configs, LayoutConfigs):
+    if isinstance(configs, LayoutConfigArrays):
         info.configurable_nodes = int(configs.node_config_ids.shape[0])
     counts = Counter(graph.node_opcode.tolist()).most_common(_TOP_OPCODES)
     info.opcodes = {_opcode_name(op): n for op, n in counts}
@@ -139,7 +139,7 @@ def _opcode_name(opcode: int) -> str:
 def _runtime_stats(configs) -> dict[str, float]:
     runtimes = configs.config_runtime.astype(np.float64)
     stats = {"min": runtimes.min(), "median": float(np.median(runtimes)), "max": runtimes.max()}
-    if isinstance(configs, TileConfigs):
+    if isinstance(configs, TileConfigArrays):
         normalised = runtimes / configs.config_runtime_normalizers
         stats |= {"normalised_min": normalised.min(), "normalised_max": normalised.max()}
     return {key: float(value) for key, value in stats.items()}

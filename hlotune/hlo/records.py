@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hlotune.data.sample import Configs, LayoutConfigs, TileConfigs
+from hlotune.data.sample import ConfigArrays, LayoutConfigArrays, TileConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo import wire
 from hlotune.hlo.graph import HloGraph
@@ -31,7 +31,7 @@ class ModuleRecord:
     """One program with the configurations measured on it (None for a bare HloModuleProto)."""
 
     graph: HloGraph
-    configs: Configs | None
+    configs: ConfigArrays | None
     fingerprint: int = 0
 
 
@@ -95,7 +95,7 @@ def _runtime_ns(run: wire.Fields) -> int:
     return wire.integer(wire.message(run, 4), 4)
 
 
-def _layout_configs(runs: list[wire.Fields], node_ids: list[int], n: int) -> LayoutConfigs:
+def _layout_configs(runs: list[wire.Fields], node_ids: list[int], n: int) -> LayoutConfigArrays:
     if any(i >= n for i in node_ids):
         raise HlotuneError(f"config_index_to_node names a node beyond the module's {n} nodes")
     runs = [run for run in runs if wire.message(run, 2) is not None]
@@ -107,14 +107,14 @@ def _layout_configs(runs: list[wire.Fields], node_ids: list[int], n: int) -> Lay
                 dims = wire.ints(tensor, 1)[:_TENSOR_SLOTS]
                 start = t * _TENSOR_SLOTS
                 feat[c, k, start : start + len(dims)] = dims
-    return LayoutConfigs(
+    return LayoutConfigArrays(
         node_config_ids=np.array(node_ids, np.int64),
         node_config_feat=feat,
         config_runtime=np.array([_runtime_ns(r) for r in runs], np.int64),
     )
 
 
-def _tile_configs(runs: list[wire.Fields], kernel: str) -> TileConfigs:
+def _tile_configs(runs: list[wire.Fields], kernel: str) -> TileConfigArrays:
     runs = [run for run in runs if wire.message(run, 1) is not None]
     defaults = [_runtime_ns(run) for run in runs if wire.integer(run, 5)]
     if not defaults:
@@ -124,7 +124,7 @@ def _tile_configs(runs: list[wire.Fields], kernel: str) -> TileConfigs:
         tile = wire.message(wire.message(run, 1), 1) or {}
         rows.append([v for n in (1, 2, 3) for v in tile_seq(wire.ints(tile, n))])
     runtimes = np.array([_runtime_ns(r) for r in runs], np.int64)
-    return TileConfigs(
+    return TileConfigArrays(
         config_feat=np.array(rows, np.float32).reshape(len(runs), 3 * (_TILE_SLOTS + 2)),
         config_runtime=runtimes,
         config_runtime_normalizers=np.full_like(runtimes, defaults[0]),

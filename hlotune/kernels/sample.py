@@ -16,7 +16,7 @@ from hlotune.compiler.flags import (
     FLAG_FEATURE_NAMES,
     FlagConfig,
 )
-from hlotune.data.sample import GraphSample, TileConfigs
+from hlotune.data.sample import GraphSample, TileConfigArrays
 from hlotune.hlo.costs import roofline
 from hlotune.hlo.graph import HloGraph
 
@@ -41,11 +41,11 @@ def kernel_sample(hlo: HloGraph, parts: list[tuple[int, ...]], xla: tuple[int, .
 
 
 def tile_configs(hlo: HloGraph, config_feat: np.ndarray, runtimes: np.ndarray | None,
-                 normalizer: int = 1) -> TileConfigs:
+                 normalizer: int = 1) -> TileConfigArrays:
     """A kernel's configs apart from its graph: a kernel featurized once serves every config
     list a program model asks about."""
     labelled = runtimes is not None
-    return TileConfigs(
+    return TileConfigArrays(
         config_feat=config_feat,
         config_runtime=np.median(runtimes, axis=1).round().astype(np.int64) if labelled
         else np.zeros(len(config_feat), dtype=np.int64),

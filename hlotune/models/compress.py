@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 
 import numpy as np
 
-from hlotune.data.sample import GraphArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import GraphArrays, GraphSample, LayoutConfigArrays
 
 # Config fields with one row per config (the rest, like node_config_ids, describe the graph).
 _PER_CONFIG = {
@@ -34,7 +34,7 @@ def drop_duplicate_configs(sample: GraphSample) -> GraphSample:
     configs = sample.configs
     if configs is None or sample.num_configs < 2:
         return sample
-    feat = configs.node_config_feat if isinstance(configs, LayoutConfigs) else configs.config_feat
+    feat = configs.node_config_feat if isinstance(configs, LayoutConfigArrays) else configs.config_feat
     _, group = np.unique(feat.reshape(len(feat), -1), axis=0, return_inverse=True)
     group = group.reshape(-1)
     runtime = configs.config_runtime
@@ -70,7 +70,7 @@ def collapse_chains(sample: GraphSample) -> GraphSample:
     removable = (np.bincount(users, minlength=n) == 1) & (np.bincount(operands, minlength=n) == 1)
     removable[users[users == operands]] = False
     configs = sample.configs
-    if isinstance(configs, LayoutConfigs):
+    if isinstance(configs, LayoutConfigArrays):
         removable[configs.node_config_ids] = False
     if not removable.any():
         return sample
@@ -89,7 +89,7 @@ def collapse_chains(sample: GraphSample) -> GraphSample:
         edge_index=edges.astype(graph.edge_index.dtype),
         node_splits=None if splits is None else np.searchsorted(kept, splits).astype(splits.dtype),
     )
-    if isinstance(configs, LayoutConfigs):
+    if isinstance(configs, LayoutConfigArrays):
         ids = position[configs.node_config_ids].astype(configs.node_config_ids.dtype)
         configs = replace(configs, node_config_ids=ids)
     return replace(sample, graph=arrays, configs=configs)

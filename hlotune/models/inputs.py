@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.compress import collapse_chains, select_configs
@@ -48,7 +48,7 @@ def graph_inputs(
     largest = int(graph.node_opcode.max()) if graph.num_nodes else 0
     if largest >= NUM_OPCODES:
         raise HlotuneError(f"{_name(sample)}: opcode {largest} is not a TpuGraphs opcode")
-    ids = sample.configs.node_config_ids if isinstance(sample.configs, LayoutConfigs) else None
+    ids = sample.configs.node_config_ids if isinstance(sample.configs, LayoutConfigArrays) else None
 
     def long(array: np.ndarray) -> Tensor:
         return torch.as_tensor(array.astype(np.int64), device=device)
@@ -66,7 +66,7 @@ def config_inputs(
 ) -> Tensor:
     """Features of the configs at `indices`: `(C, config_dim)`, or `(C, nc, 18)` for layout."""
     configs = sample.configs
-    if isinstance(configs, LayoutConfigs):
+    if isinstance(configs, LayoutConfigArrays):
         feat = configs.node_config_feat[indices]
         if feat.size and (feat.min() < -1 or feat.max() > 5 or not np.all(feat == np.round(feat))):
             raise HlotuneError(f"{_name(sample)}: node_config_feat must hold integers in -1..5")
@@ -98,7 +98,7 @@ def data_fields(sample: GraphSample) -> dict[str, Any]:
     configs = sample.configs
     if sample.collection is None:
         raise HlotuneError(f"{_name(sample)}: the graph has no configs to learn from")
-    layout = isinstance(configs, LayoutConfigs)
+    layout = isinstance(configs, LayoutConfigArrays)
     return {
         "collection": sample.collection,
         "node_feat_dim": int(sample.graph.node_feat.shape[1]),
@@ -125,7 +125,7 @@ def check_compatible(sample: GraphSample, config: ModelConfig) -> None:
             f"{config.node_feat_dim}"
         )
     configs = sample.configs
-    if isinstance(configs, LayoutConfigs):
+    if isinstance(configs, LayoutConfigArrays):
         width = configs.node_config_feat.shape[2]
         expected = LAYOUT_CONFIG_DIM
     else:

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from hlotune.data.sample import FlagConfigArrays, GraphSample, TileConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphSample, TileConfigArrays
 
 # Features are float32 in the files: clamping to its range keeps an overflowed inf finite.
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -71,7 +71,7 @@ def fit_feature_stats(samples: Iterable[GraphSample]) -> FeatureStats:
     stats: FeatureStats | None = None
     for sample in samples:
         configs = sample.configs
-        graph_level = isinstance(configs, (TileConfigs, FlagConfigArrays))
+        graph_level = isinstance(configs, (TileConfigArrays, FlagConfigArrays))
         if stats is None:
             width = configs.config_feat.shape[1] if graph_level else 0
             stats = FeatureStats(

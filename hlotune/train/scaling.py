@@ -155,7 +155,7 @@ def graph_file(settings: ScaleSettings) -> Path:
 def build_graph(nodes: int, pool: int, path: Path) -> None:
     """Compose, featurize and give the graph `pool` layout-like configs (seeded)."""
     from hlotune.data.npz import write_sample
-    from hlotune.data.sample import GraphSample, LayoutConfigs
+    from hlotune.data.sample import GraphSample, LayoutConfigArrays
     from hlotune.hlo.compose import compose_modules, zoo_protos
     from hlotune.hlo.featurize import featurize
     from hlotune.hlo.opcodes import opcode_id
@@ -174,7 +174,7 @@ def build_graph(nodes: int, pool: int, path: Path) -> None:
     minor_changed = (feat[:, :, 0] >= 0) & (feat[:, :, 0] != rank - 1)
     weight = np.log1p(np.abs(arrays.node_feat[ids, _PRODUCT]))
     runtime = 1e6 * (1.0 + (minor_changed * weight).sum(axis=1) / max(weight.sum(), 1.0))
-    configs = LayoutConfigs(ids, feat, runtime.astype(np.int64))
+    configs = LayoutConfigArrays(ids, feat, runtime.astype(np.int64))
     write_sample(path, GraphSample(arrays, configs, name=f"composed_{nodes}"))
 
 

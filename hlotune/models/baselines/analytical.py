@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigs, TileConfigs
+from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigArrays, TileConfigArrays
 from hlotune.data.schema import DISABLE_PASSES, flag_column
 from hlotune.errors import HlotuneError
 from hlotune.hlo.costs import LAUNCH_S, core_seconds
@@ -49,18 +49,18 @@ DISABLED_PASS_PENALTY = 0.25
 def analytical_scores(sample: GraphSample) -> np.ndarray:
     """One predicted cost per config of the sample, lower = faster."""
     configs = sample.configs
-    if isinstance(configs, LayoutConfigs):
+    if isinstance(configs, LayoutConfigArrays):
         return np.log1p(transpose_costs(sample).sum(axis=(1, 2)))
-    if isinstance(configs, TileConfigs) and configs.kernel_roofline is not None:
+    if isinstance(configs, TileConfigArrays) and configs.kernel_roofline is not None:
         return np.log(_partitioned_seconds(configs))
-    if isinstance(configs, TileConfigs):
+    if isinstance(configs, TileConfigArrays):
         return -np.log1p(np.maximum(configs.config_feat[:, TILE_PRODUCTS], 0)).sum(axis=1)
     if isinstance(configs, FlagConfigArrays):
         return _flag_penalties(configs)
     raise HlotuneError(f"{sample.name or 'graph'}: the graph has no configs to score")
 
 
-def _partitioned_seconds(configs: TileConfigs) -> np.ndarray:
+def _partitioned_seconds(configs: TileConfigArrays) -> np.ndarray:
     """Each config's roofline seconds: the kernel's busy time over the threads its partitions
     can use (this machine's cores), plus an overhead per partition."""
     flops, nbytes = (float(v) for v in configs.kernel_roofline)

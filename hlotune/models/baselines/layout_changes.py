@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hlotune.data.sample import GraphSample, LayoutConfigs
+from hlotune.data.sample import GraphSample, LayoutConfigArrays
 from hlotune.errors import HlotuneError
 
 TENSORS = ("output", "input", "kernel")
@@ -82,7 +82,7 @@ def transpose_costs(sample: GraphSample) -> np.ndarray:
     return change_levels(sample.configs.node_config_feat, tensors.ranks) * tensors.sizes
 
 
-def _layout_configs(sample: GraphSample) -> LayoutConfigs:
-    if not isinstance(sample.configs, LayoutConfigs):
+def _layout_configs(sample: GraphSample) -> LayoutConfigArrays:
+    if not isinstance(sample.configs, LayoutConfigArrays):
         raise HlotuneError(f"{sample.name or 'graph'}: not a layout graph")
     return sample.configs

@@ -32,13 +32,13 @@ from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.evaluate import evaluate
 from hlotune.evaluation.scorers import Scorer, load_scorer
-from hlotune.models.config import ModelConfig
+from hlotune.models.config import ModelSettings
 from hlotune.models.ensemble import average_standardised, write_ensemble
 from hlotune.models.files import pretrained_folder
 from hlotune.train import TrainSettings, train
 
 # The full model per collection, then each ablation as the settings it changes.
-# Keys are ModelConfig or TrainSettings fields.
+# Keys are ModelSettings or TrainSettings fields.
 FULL = {
     "flags": dict(loss="mse:1,pairwise_hinge:1", join="late", num_layers=3,
                   cross_config_attention=True),
@@ -76,7 +76,7 @@ ABLATIONS = {
 }
 ENSEMBLE = "seed ensemble of full"
 HYBRID = "full + baseline:gbdt-rank (scores standardised, averaged)"
-MODEL_FIELDS = {f.name for f in fields(ModelConfig)}
+MODEL_FIELDS = {f.name for f in fields(ModelSettings)}
 BASELINES = ("baseline:random", "baseline:analytical", "baseline:gbdt", "baseline:gbdt-rank")
 
 
@@ -84,7 +84,7 @@ def train_variant(split: Path, settings: dict, seed: int, out: Path, epochs: int
                   train_dir: Path | None = None) -> float:
     """Trains one variant on `split/train` (or `train_dir`) into `out`, early stopping on
     `split/valid`; returns the seconds it took."""
-    config = ModelConfig(**{k: v for k, v in settings.items() if k in MODEL_FIELDS})
+    config = ModelSettings(**{k: v for k, v in settings.items() if k in MODEL_FIELDS})
     recipe = TrainSettings(epochs=epochs, seed=seed, patience=max(5, epochs // 4),
                            **{k: v for k, v in settings.items() if k not in MODEL_FIELDS})
     start = time.perf_counter()

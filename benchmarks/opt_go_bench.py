@@ -37,7 +37,7 @@ from hlotune.opt import baselines
 from hlotune.opt.commands import load_graphs, policy_folder
 from hlotune.opt.device import DeviceModel
 from hlotune.opt.policy import GOPolicy
-from hlotune.opt.ppo import PPOConfig, Problem, search, train
+from hlotune.opt.ppo import PPOSettings, Problem, search, train
 from hlotune.opt.report import GEOMEAN_OVER, baseline_assignment
 from hlotune.opt.simulator import honoured_fusion
 
@@ -149,7 +149,7 @@ def fuse_row(policy: GOPolicy, spec: str, graph, n: int, args) -> FuseRow:
     problem = Problem.make(graph, DeviceModel.uniform(n), ["fuse"], name=spec)
     zero_shot = search(policy, problem, args.samples, seed)
     tuned = copy.deepcopy(policy)
-    train(tuned, [problem], PPOConfig(iterations=args.fusion_finetune, seed=seed))
+    train(tuned, [problem], PPOSettings(iterations=args.fusion_finetune, seed=seed))
     finetuned = max(zero_shot, search(tuned, problem, args.samples, seed),
                     key=lambda found: found.reward)
     fuse = {"none": None,
@@ -171,7 +171,7 @@ def _finetune_search(policy: GOPolicy, problem: Problem, samples: int, seed: int
     that search, so it knows that find). Its search_s counts all three."""
     tuned = copy.deepcopy(policy)
     start = time.perf_counter()
-    logs = train(tuned, [problem], PPOConfig(iterations=10**6, seed=seed), budget_s=budget_s)
+    logs = train(tuned, [problem], PPOSettings(iterations=10**6, seed=seed), budget_s=budget_s)
     found = max(zero_shot, search(tuned, problem, samples, seed), key=lambda f: f.reward)
     spent = zero_shot.search_s + time.perf_counter() - start
     return dataclasses.replace(found, search_s=spent), len(logs)

@@ -37,7 +37,7 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigArrays
-from hlotune.models import GraphCostModel, ModelConfig, data_fields, predict_scores
+from hlotune.models import GraphCostModel, ModelSettings, data_fields, predict_scores
 from hlotune.models.files import pretrained_folder, read_model_files
 from hlotune.models.predict import MAX_ROWS
 from hlotune.tuning.strategies.random_search import RandomSearch
@@ -62,18 +62,18 @@ def main(argv: list[str] | None = None) -> None:
     if not path.is_file():
         sys.exit(f"no fixture at {path} (set HLOTUNE_SHARED_DATA)")
     fixture = Dataset(path)[0]
-    layers = ModelConfig().num_layers
+    layers = ModelSettings().num_layers
     cases = {  # case: (configs, model, the collection whose measuring it replaces)
-        "layout": (_layout(fixture, args.configs), ModelConfig(), "layout"),
-        "layout pruned": (_layout(fixture, args.configs), ModelConfig(prune_hops=layers), "layout"),
-        "layout last 2 layers": (_layout(fixture, args.configs), ModelConfig(config_layers=2), "layout"),
-        "layout last layer": (_layout(fixture, args.configs), ModelConfig(config_layers=1), "layout"),
-        "layout late join": (_layout(fixture, args.configs), ModelConfig(layout_join="late"), "layout"),
-        "layout sites": (_layout(fixture, args.configs), ModelConfig(layout_join="sites"), "layout"),
+        "layout": (_layout(fixture, args.configs), ModelSettings(), "layout"),
+        "layout pruned": (_layout(fixture, args.configs), ModelSettings(prune_hops=layers), "layout"),
+        "layout last 2 layers": (_layout(fixture, args.configs), ModelSettings(config_layers=2), "layout"),
+        "layout last layer": (_layout(fixture, args.configs), ModelSettings(config_layers=1), "layout"),
+        "layout late join": (_layout(fixture, args.configs), ModelSettings(layout_join="late"), "layout"),
+        "layout sites": (_layout(fixture, args.configs), ModelSettings(layout_join="sites"), "layout"),
         "layout sites + prior": (_layout(fixture, args.configs),
-                                 ModelConfig(layout_join="sites", analytical_prior=True), "layout"),
+                                 ModelSettings(layout_join="sites", analytical_prior=True), "layout"),
         "pretrained:layout": (_layout(fixture, args.configs), _shipped("layout"), "layout"),
-        "flags late join": (_flags(fixture, args.configs), ModelConfig(join="late"), "flags"),
+        "flags late join": (_flags(fixture, args.configs), ModelSettings(join="late"), "flags"),
     }
     measured = measure_seconds_per_config()
     print(f"{fixture.name}: {fixture.graph.num_nodes} nodes, {args.configs} configs per case, "
@@ -118,7 +118,7 @@ def _print_table(results: list[dict], measured: dict[str, float]) -> None:
               f"{row['seconds_per_10k']:.2f} s per 10k{spread}{verdict}")
 
 
-def time_ranking(sample: GraphSample, config: ModelConfig, max_rows: int = MAX_ROWS) -> float:
+def time_ranking(sample: GraphSample, config: ModelSettings, max_rows: int = MAX_ROWS) -> float:
     torch.manual_seed(0)
     model = GraphCostModel(config.with_data(**data_fields(sample)))
     predict_scores(model, sample, indices=np.arange(min(64, sample.num_configs)))  # warm-up
@@ -139,10 +139,10 @@ def measure_seconds_per_config() -> dict[str, float]:
     return costs
 
 
-def _shipped(collection: str) -> ModelConfig:
+def _shipped(collection: str) -> ModelSettings:
     """The shipped model's architecture (its weights do not change the time), data fields
     cleared for the fixture's."""
-    return ModelConfig.from_dict(read_model_files(pretrained_folder(collection))[0]).without_data()
+    return ModelSettings.from_dict(read_model_files(pretrained_folder(collection))[0]).without_data()
 
 
 def _layout(fixture: GraphSample, count: int) -> GraphSample:

@@ -22,7 +22,7 @@ import torch
 import harness
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import read_sample
-from hlotune.models.config import ModelConfig
+from hlotune.models.config import ModelSettings
 from hlotune.train import TrainSettings, train
 
 # Training graphs per collection in the public TpuGraphs download (its train splits).
@@ -41,7 +41,7 @@ def shared_tpugraphs() -> Path | None:
     return folder / "tpugraphs" / "npz" if (folder / "tpugraphs").is_dir() else None
 
 
-def step_seconds(path: Path, config: ModelConfig, configs: int, steps: int) -> float:
+def step_seconds(path: Path, config: ModelSettings, configs: int, steps: int) -> float:
     """Median seconds of a training step on the one graph at `path` (the first step warms up)."""
     with tempfile.TemporaryDirectory() as folder:
         data = Path(folder) / "data"
@@ -53,7 +53,7 @@ def step_seconds(path: Path, config: ModelConfig, configs: int, steps: int) -> f
     return statistics.median(row.seconds for row in result.history[1:])
 
 
-def epoch_seconds(split: str, config: ModelConfig, configs: int) -> float:
+def epoch_seconds(split: str, config: ModelSettings, configs: int) -> float:
     with tempfile.TemporaryDirectory() as folder:
         result = train(split, None, Path(folder) / "run", TrainSettings(epochs=2, configs_per_batch=configs),
                        model_config=config, progress=False)
@@ -68,7 +68,7 @@ def fixture_rows(root: Path, configs: int, steps: int) -> list[dict]:
         if not labelled:
             continue
         path, sample = max(labelled, key=lambda pair: pair[1].graph.num_nodes)
-        config = ModelConfig(prune_hops=3) if collection.startswith("layout") else ModelConfig()
+        config = ModelSettings(prune_hops=3) if collection.startswith("layout") else ModelSettings()
         batch = min(configs, sample.num_configs)
         seconds = step_seconds(path, config, batch, steps)
         rows.append({
@@ -83,7 +83,7 @@ def builtin_rows(configs: int) -> list[dict]:
     rows = []
     for collection in ("flags", "layout"):
         split = f"builtin:{collection}/train"
-        config = ModelConfig(prune_hops=3) if collection == "layout" else ModelConfig()
+        config = ModelSettings(prune_hops=3) if collection == "layout" else ModelSettings()
         graphs = sum(1 for sample in Dataset(split) if sample.labelled)
         seconds = epoch_seconds(split, config, configs)
         rows.append({"data": split, "step_s": seconds / graphs,

@@ -29,6 +29,12 @@ def lazy_attributes(package: str, api: Mapping[str, tuple[str, str]],
     return __getattr__
 
 
+def renamed_attributes(module: str, renamed: Mapping[str, str]) -> Callable[[str], object]:
+    """A module-level `__getattr__` serving each old name in `renamed` (old -> new, a name the
+    module defines) as its new one with a DeprecationWarning, for one release."""
+    return lazy_attributes(module, {new: (module, new) for new in renamed.values()}, renamed)
+
+
 def load(module: str, attribute: str) -> Any:
     """`module`'s `attribute`, imported now; a dotted attribute reaches into it (`Class.method`)."""
     return reduce(getattr, attribute.split("."), import_module(module))

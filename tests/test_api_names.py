@@ -22,6 +22,18 @@ def test_featurize_source_reads_a_source_and_the_old_name_warns_but_still_works(
     assert "featurize_source" in hlotune.__all__ and "featurize" not in hlotune.__all__
 
 
+@pytest.mark.parametrize("module, old, new", [("hlotune.models", "ModelConfig", "ModelSettings"),
+                                              ("hlotune.models.config", "ModelConfig", "ModelSettings"),
+                                              ("hlotune.opt.ppo", "PPOConfig", "PPOSettings")])
+def test_a_renamed_class_warns_but_still_works(module, old, new):
+    """`Config` names compiler configurations only: settings classes renamed keep their old
+    name for a release."""
+    module = importlib.import_module(module)
+    with pytest.warns(DeprecationWarning, match=f"{module.__name__}.{old} is deprecated: use {module.__name__}.{new}"):
+        assert getattr(module, old) is getattr(module, new)
+    assert old not in getattr(module, "__all__", ())
+
+
 def test_an_unknown_name_is_an_attribute_error():
     with pytest.raises(AttributeError, match="has no attribute 'featurise'"):
         _ = hlotune.featurise

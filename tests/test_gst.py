@@ -15,7 +15,7 @@ from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, Layo
 from hlotune.errors import HlotuneError
 from hlotune.models import (
     GraphCostModel,
-    ModelConfig,
+    ModelSettings,
     config_inputs,
     data_fields,
     fit_feature_stats,
@@ -31,7 +31,7 @@ from hlotune.train.targets import log_targets
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 BUILTIN_TRAIN = resolve("builtin:layout/train")
-SMALL = ModelConfig(hidden_dim=16, opcode_dim=8, num_layers=2)
+SMALL = ModelSettings(hidden_dim=16, opcode_dim=8, num_layers=2)
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from hlotune.kernels.label_collection import LabelSettings, label_program
 from hlotune.kernels.labels import KernelGraphs, ProgramKernels, collected_configs, kernel_samples, labels_of
 from hlotune.kernels.program_model import KernelProgramModel, KernelScorer, Overhead, fit_overhead
 from hlotune.kernels.sample import CODEGEN_COLUMNS, OPTIONS_AT, codegen_options
-from hlotune.models.config import ModelConfig
+from hlotune.models.config import ModelSettings
 
 
 def _compiled_text(fn, *args, options=None) -> str:
@@ -96,7 +96,7 @@ def test_the_program_model_scores_collected_configs_from_their_compiled_kernels(
     from hlotune.models.gnn import GraphCostModel
 
     root, summary, _ = labelled
-    config = ModelConfig(collection="tile", node_feat_dim=140, config_dim=24, hidden_dim=8, opcode_dim=4, num_layers=1)
+    config = ModelSettings(collection="tile", node_feat_dim=140, config_dim=24, hidden_dim=8, opcode_dim=4, num_layers=1)
     model = KernelProgramModel(GraphCostModel(config), Overhead(per_call_ns=100.0))
     model.save(tmp_path / "model")
     scorer = KernelScorer(KernelProgramModel.load(tmp_path / "model"))
@@ -125,7 +125,7 @@ def test_the_screen_compiles_each_config_once_across_tunes(tmp_path):
     from hlotune.models.gnn import GraphCostModel
     from hlotune.tuning.models.kernel_screen import KernelScreen
 
-    config = ModelConfig(collection="tile", node_feat_dim=140, config_dim=24, hidden_dim=8, opcode_dim=4, num_layers=1)
+    config = ModelSettings(collection="tile", node_feat_dim=140, config_dim=24, hidden_dim=8, opcode_dim=4, num_layers=1)
     configs = [CompileConfig(), CompileConfig(FlagConfig.from_dict({"xla_cpu_use_fusion_emitters": False})),
                CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["gather_simplifier"]}))]
     db = tmp_path / "tune.sqlite"

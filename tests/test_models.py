@@ -13,7 +13,7 @@ from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, Layo
 from hlotune.errors import HlotuneError
 from hlotune.models import (
     GraphCostModel,
-    ModelConfig,
+    ModelSettings,
     data_fields,
     fit_feature_stats,
     graph_inputs,
@@ -71,7 +71,7 @@ def tile_sample(seed: int = 0, n: int = 6, c: int = 5) -> GraphSample:
 
 def make_model(sample: GraphSample, seed: int = 0, **options) -> GraphCostModel:
     torch.manual_seed(seed)
-    config = ModelConfig(**{**SMALL, **options}).with_data(**data_fields(sample))
+    config = ModelSettings(**{**SMALL, **options}).with_data(**data_fields(sample))
     model = GraphCostModel(config)
     model.set_feature_stats(fit_feature_stats([sample]))
     return model.eval()
@@ -469,31 +469,31 @@ def test_data_that_does_not_fit_the_model_is_a_clean_error(change, message):
 
 def test_model_config_rejects_bad_values():
     with pytest.raises(HlotuneError, match="join"):
-        ModelConfig(join="middle")
+        ModelSettings(join="middle")
     with pytest.raises(HlotuneError, match="layout_join"):
-        ModelConfig(layout_join="early")
+        ModelSettings(layout_join="early")
     with pytest.raises(HlotuneError, match="conv must be"):
-        ModelConfig(conv="gcn")
+        ModelSettings(conv="gcn")
     with pytest.raises(HlotuneError, match="needs conv 'sage'"):
-        ModelConfig(conv="gat", prune_hops=3)
+        ModelSettings(conv="gat", prune_hops=3)
     with pytest.raises(HlotuneError, match="needs conv 'sage'"):
-        ModelConfig(conv="gin", config_layers=1).with_data("layout", 140, 18)
+        ModelSettings(conv="gin", config_layers=1).with_data("layout", 140, 18)
     with pytest.raises(HlotuneError, match="config_layers must be"):
-        ModelConfig(config_layers=4)
+        ModelSettings(config_layers=4)
     with pytest.raises(HlotuneError, match="config_layers applies"):
-        ModelConfig(layout_join="late", config_layers=1).with_data("layout", 140, 18)
+        ModelSettings(layout_join="late", config_layers=1).with_data("layout", 140, 18)
     with pytest.raises(HlotuneError, match="prune_hops applies"):
-        ModelConfig(layout_join="late", prune_hops=2)
+        ModelSettings(layout_join="late", prune_hops=2)
     with pytest.raises(HlotuneError, match="cannot be pruned"):
-        ModelConfig(instance_norm=True, prune_hops=3).with_data("layout", 140, 18)
+        ModelSettings(instance_norm=True, prune_hops=3).with_data("layout", 140, 18)
     with pytest.raises(HlotuneError, match="test_permutations must be positive"):
-        ModelConfig(test_permutations=0)
+        ModelSettings(test_permutations=0)
     with pytest.raises(HlotuneError, match="test_group_size must be positive"):
-        ModelConfig(test_group_size=0)
+        ModelSettings(test_group_size=0)
     with pytest.raises(HlotuneError, match="set"):
-        GraphCostModel(ModelConfig())
+        GraphCostModel(ModelSettings())
     with pytest.raises(HlotuneError, match="node_feat_dim"):
-        ModelConfig(node_feat_dim=150).with_data("tile", 140, 24)
-    config = ModelConfig(prune_hops=2).with_data("layout", 140, 18)
-    assert ModelConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+        ModelSettings(node_feat_dim=150).with_data("tile", 140, 24)
+    config = ModelSettings(prune_hops=2).with_data("layout", 140, 18)
+    assert ModelSettings.from_dict(json.loads(json.dumps(config.to_dict()))) == config
 

@@ -18,8 +18,8 @@ from hlotune.hlo.sources import from_jax
 from hlotune.opt.commands import add_commands
 from hlotune.opt.costs import OpGraph, op_graph
 from hlotune.opt.device import DeviceModel
-from hlotune.opt.policy import GOPolicy, PolicyConfig, task_set
-from hlotune.opt.ppo import PPOConfig, Problem, search, train
+from hlotune.opt.policy import GOPolicy, PolicySettings, task_set
+from hlotune.opt.ppo import PPOSettings, Problem, search, train
 from hlotune.opt.report import METHODS
 
 
@@ -44,7 +44,7 @@ def opt(*argv: str) -> int:
 
 def test_ppo_raises_the_mean_sampled_reward(transformer):
     problem = Problem.make(transformer, DeviceModel.uniform(4), "place")
-    logs = train(GOPolicy(seed=0), [problem], PPOConfig(iterations=30, seed=0))
+    logs = train(GOPolicy(seed=0), [problem], PPOSettings(iterations=30, seed=0))
     first = np.mean([log.mean_reward for log in logs[:3]])
     last = np.mean([log.mean_reward for log in logs[-3:]])
     # Log step-time ratio: over 3% faster on average (simulated). Placing METIS groups, even
@@ -53,7 +53,7 @@ def test_ppo_raises_the_mean_sampled_reward(transformer):
 
 
 def test_one_policy_serves_2_4_and_8_devices(transformer):
-    policy = GOPolicy(PolicyConfig(max_devices=8), seed=1)
+    policy = GOPolicy(PolicySettings(max_devices=8), seed=1)
     for n in (2, 4, 8):
         problem = Problem.make(transformer, DeviceModel.uniform(n), "place+schedule+fuse")
         out = policy(problem.inputs, problem.devices, problem.tasks)
@@ -80,7 +80,7 @@ def test_heads_follow_the_tasks(transformer):
 
 def test_checkpoint_round_trip_and_training_are_deterministic(transformer, tmp_path):
     problem = Problem.make(transformer, DeviceModel.uniform(4), "place+schedule")
-    config = PPOConfig(iterations=2, samples=4, epochs=2, seed=5)
+    config = PPOSettings(iterations=2, samples=4, epochs=2, seed=5)
     policy = GOPolicy(seed=3)
     logs = train(policy, [problem], config)
     assert logs == train(GOPolicy(seed=3), [problem], config)  # same seed, same run
@@ -157,12 +157,12 @@ def test_bad_input_is_a_user_error(argv, message):
 
 def test_recurrent_architecture_serves_every_task_and_round_trips(transformer, tmp_path):
     """GO's policy in full (segment recurrence, a layer per task) behind one config switch."""
-    config = PolicyConfig(segment=16, architecture="recurrent")
+    config = PolicySettings(segment=16, architecture="recurrent")
     policy = GOPolicy(config, seed=2)
     assert set(policy.task_attention) == {"place", "schedule", "fuse"}
-    assert not GOPolicy(PolicyConfig(segment=16)).task_attention  # today's policy: none
+    assert not GOPolicy(PolicySettings(segment=16)).task_attention  # today's policy: none
     problem = Problem.make(transformer, DeviceModel.uniform(4), "place+schedule+fuse")
-    logs = train(policy, [problem], PPOConfig(iterations=2, samples=4, epochs=1, seed=0))
+    logs = train(policy, [problem], PPOSettings(iterations=2, samples=4, epochs=1, seed=0))
     assert all(np.isfinite(log.mean_reward) for log in logs)
     policy.save(tmp_path / "go", training={})
     loaded, _ = GOPolicy.load(tmp_path / "go")
@@ -170,7 +170,7 @@ def test_recurrent_architecture_serves_every_task_and_round_trips(transformer, t
     expected, found = (search(model, problem, samples=4, seed=1) for model in (policy, loaded))
     np.testing.assert_array_equal(found.placement, expected.placement)
     with pytest.raises(HlotuneError, match="architecture must be one of"):
-        PolicyConfig(architecture="lstm")
+        PolicySettings(architecture="lstm")
 
 
 def test_opt_place_json_on_a_program_file_it_never_saw(tmp_path, capsys):

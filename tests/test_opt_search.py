@@ -15,7 +15,7 @@ from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel
 from hlotune.opt.local_search import hill_climb
 from hlotune.opt.policy import ActionDistribution, GOPolicy
-from hlotune.opt.ppo import PPOConfig, Problem, search, train
+from hlotune.opt.ppo import PPOSettings, Problem, search, train
 from hlotune.opt.simulator import simulate
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -71,7 +71,7 @@ def test_search_budget_buys_hill_climbing_for_every_task(transformer):
 
 def test_training_stops_at_its_time_budget(transformer):
     problem = Problem.make(transformer, DeviceModel.uniform(2), "place")
-    logs = train(GOPolicy(seed=0), [problem], PPOConfig(iterations=1000, samples=4, epochs=1),
+    logs = train(GOPolicy(seed=0), [problem], PPOSettings(iterations=1000, samples=4, epochs=1),
                  budget_s=0.0)
     assert len(logs) == 1  # one iteration at least, then the budget is spent
 
@@ -82,12 +82,12 @@ def test_curriculum_starts_small_and_covers_every_problem():
                                                 [[i, i + 1] for i in range(k - 1)], name=str(k)),
                              DeviceModel.uniform(2), "place") for k in sizes]
     seen = []
-    config = PPOConfig(iterations=16, samples=2, epochs=1, curriculum=True)
+    config = PPOSettings(iterations=16, samples=2, epochs=1, curriculum=True)
     train(GOPolicy(seed=0), problems, config, progress=lambda log: seen.append(int(log.problem)))
     assert set(seen[:2]) == {10, 20}  # the smallest quarter first
     assert max(seen[:4]) < 80 and set(seen) == set(sizes)
     with pytest.raises(HlotuneError, match="advantage must be one of"):
-        PPOConfig(advantage="mean")
+        PPOSettings(advantage="mean")
 
 
 def test_step_time_bound_holds_for_every_placement(transformer):

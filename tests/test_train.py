@@ -13,7 +13,7 @@ import torch
 
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
-from hlotune.models import GraphCostModel, ModelConfig, predict_scores
+from hlotune.models import GraphCostModel, ModelSettings, predict_scores
 from hlotune.train import CombinedLoss, TrainSettings, train
 from hlotune.train import trainer as trainer_module
 from hlotune.train.losses import listmle_loss, mse_loss, pairwise_hinge_loss, pairwise_logistic_loss
@@ -21,7 +21,7 @@ from hlotune.train.targets import centred
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
-TINY = ModelConfig(hidden_dim=8, opcode_dim=4, num_layers=2, prune_hops=2)
+TINY = ModelSettings(hidden_dim=8, opcode_dim=4, num_layers=2, prune_hops=2)
 FAST = TrainSettings(configs_per_batch=20, lr=1e-2)
 RUN = dict(model_config=TINY, progress=False)
 
@@ -205,14 +205,14 @@ def test_init_from_copies_the_node_layers_of_another_spaces_model(tmp_path):
     from hlotune.train.multitask import transfer_node_layers
 
     layout = GraphCostModel.load(pretrained_folder("layout"))
-    flags = GraphCostModel(ModelConfig().with_data("flags", 140, 30))
+    flags = GraphCostModel(ModelSettings().with_data("flags", 140, 30))
     transfer_node_layers(layout, flags)
     theirs = layout.state_dict()
     copied = [name for name in flags.state_dict() if name.startswith(("opcode_embedding.", "node_encoder.", "convs."))]
     assert len(copied) > 10 and all(torch.equal(flags.state_dict()[name], theirs[name]) for name in copied)
     assert not torch.equal(flags.head[0].weight, layout.head[0].weight)  # its own head
     with pytest.raises(HlotuneError, match="node layers differ"):
-        transfer_node_layers(layout, GraphCostModel(ModelConfig(hidden_dim=8).with_data("flags", 140, 30)))
+        transfer_node_layers(layout, GraphCostModel(ModelSettings(hidden_dim=8).with_data("flags", 140, 30)))
     result = train("builtin:flags/valid", None, tmp_path / "run",
                    TrainSettings(epochs=1, init_from=pretrained_folder("layout")), progress=False)
     assert result.epochs_run == 1

@@ -14,7 +14,7 @@ from pathlib import Path
 from hlotune.errors import HlotuneError
 from hlotune.progress import add_quiet, progress_bar
 from hlotune.spellings import moved
-from hlotune.train.commands import add_recipe_arguments, recipe_model_config, recipe_settings
+from hlotune.train.commands import add_recipe_arguments, recipe_model_settings, recipe_settings
 
 DEFAULT_FOLDS = 4  # the built-in collections' 43 families: 10 or 11 a fold
 
@@ -136,7 +136,7 @@ def _cross_validate(args: argparse.Namespace) -> int:
 
     result = cross_validate(
         args.data, args.model, folds=DEFAULT_FOLDS if args.folds is None else args.folds,
-        seed=args.seed or 0, settings=recipe_settings(args), model_config=recipe_model_config(args),
+        seed=args.seed or 0, settings=recipe_settings(args), model_config=recipe_model_settings(args),
         progress=not args.quiet,
     )
     print(json.dumps(result.to_json()) if args.json

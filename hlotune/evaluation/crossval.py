@@ -36,7 +36,7 @@ from hlotune.hlo.inspection import family_of
 from hlotune.progress import progress_bar
 
 if TYPE_CHECKING:
-    from hlotune.models.config import ModelConfig
+    from hlotune.models.config import ModelSettings
     from hlotune.train.trainer import TrainSettings
 
 GBDT = {f"baseline:{name}": objective for name, objective in GBDT_OBJECTIVES.items()}
@@ -74,7 +74,7 @@ def cross_validate(
     folds: int,
     seed: int = 0,
     settings: TrainSettings | None = None,
-    model_config: ModelConfig | None = None,
+    model_config: ModelSettings | None = None,
     progress: bool = False,
 ) -> CrossValidation:
     """Leave-family-out cross-validation of `model` (one of MODELS) on the labelled graphs
@@ -151,7 +151,7 @@ def _run_fold(index: int, held_out: list[str], graphs: dict[Path, str],
 
 
 def _trainer(model: str, seed: int, settings: TrainSettings | None,
-             model_config: ModelConfig | None, progress: bool) -> Callable[[list[Path]], Scorer]:
+             model_config: ModelSettings | None, progress: bool) -> Callable[[list[Path]], Scorer]:
     """A function from a fold's training files to the scorer trained on them."""
     if model == GNN:
         return lambda files: _train_gnn(files, seed, settings, model_config, progress)
@@ -163,7 +163,7 @@ def _trainer(model: str, seed: int, settings: TrainSettings | None,
 
 
 def _train_gnn(files: list[Path], seed: int, settings: TrainSettings | None,
-               model_config: ModelConfig | None, progress: bool) -> Scorer:
+               model_config: ModelSettings | None, progress: bool) -> Scorer:
     from hlotune.train import TrainSettings, train
 
     settings = replace(settings or TrainSettings(), seed=seed)

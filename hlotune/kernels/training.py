@@ -20,7 +20,7 @@ import numpy as np
 from hlotune.compiler.config import CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.kernels.labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
-from hlotune.models.config import ModelConfig
+from hlotune.models.config import ModelSettings
 
 if TYPE_CHECKING:  # torch loads when training starts: a wrong option fails at once
     from hlotune.train.trainer import TrainSettings
@@ -69,8 +69,9 @@ def write_samples(programs: list[LabelledProgram], graphs: KernelGraphs, folder:
     return len(samples)
 
 
-def train_kernels(out: Path, settings: TrainSettings | None = None, model_config: ModelConfig = ModelConfig(),
-                  spaces: tuple[str, ...] = ("flags",), progress: bool = True):
+def train_kernels(out: Path, settings: TrainSettings | None = None,
+                  model_config: ModelSettings = ModelSettings(), spaces: tuple[str, ...] = ("flags",),
+                  progress: bool = True):
     """Train into `out` (`samples/` holds the kernel samples, kept for inspection; `run/` the
     training run; `model/` the program model)."""
     from hlotune.kernels.program_model import KernelProgramModel, fit_overhead

@@ -13,7 +13,7 @@ _API = {
     "GraphContext": ("hlotune.models.gnn", "GraphContext"),
     "GraphCostModel": ("hlotune.models.gnn", "GraphCostModel"),
     "GraphInputs": ("hlotune.models.inputs", "GraphInputs"),
-    "ModelConfig": ("hlotune.models.config", "ModelConfig"),
+    "ModelSettings": ("hlotune.models.config", "ModelSettings"),
     "check_compatible": ("hlotune.models.inputs", "check_compatible"),
     "config_inputs": ("hlotune.models.inputs", "config_inputs"),
     "data_fields": ("hlotune.models.inputs", "data_fields"),
@@ -21,5 +21,7 @@ _API = {
     "graph_inputs": ("hlotune.models.inputs", "graph_inputs"),
     "predict_scores": ("hlotune.models.predict", "predict_scores"),
 }
+# Old name -> new, kept one release: `Config` names compiler configurations only.
+_RENAMED = {"ModelConfig": "ModelSettings"}
 __all__ = sorted(_API)
-__getattr__ = lazy_attributes(__name__, _API)
+__getattr__ = lazy_attributes(__name__, _API, _RENAMED)

@@ -14,6 +14,7 @@ from typing import Any
 
 from hlotune.data.sample import COLLECTIONS
 from hlotune.errors import HlotuneError
+from hlotune.lazy import renamed_attributes
 
 CONVS = ("sage", "gat", "gin", "gps")
 JOINS = ("early", "late")
@@ -22,7 +23,7 @@ LAYOUT_CONFIG_DIM = 18  # minor-to-major of output, input and kernel: 6 slots ea
 
 
 @dataclass(frozen=True)
-class ModelConfig:
+class ModelSettings:
     """What a GraphCostModel is: its data and its architecture.
 
     `join` places graph-level configs (tile, flags): "early" adds them to every node before
@@ -155,7 +156,7 @@ class ModelConfig:
         node_feat_dim: int,
         config_dim: int,
         config_feat_names: tuple[str, ...] = (),
-    ) -> ModelConfig:
+    ) -> ModelSettings:
         """This config with the data fields filled; a field already set must agree with the data."""
         data = {
             "collection": collection,
@@ -169,7 +170,7 @@ class ModelConfig:
                 raise HlotuneError(f"model config: {name} is {mine!r} but the data has {value!r}")
         return replace(self, **data)
 
-    def without_data(self) -> ModelConfig:
+    def without_data(self) -> ModelSettings:
         """The architecture alone, its data fields cleared for other data to fill."""
         return replace(self, collection=None, node_feat_dim=None, config_dim=None,
                        config_feat_names=())
@@ -180,7 +181,7 @@ class ModelConfig:
         return values
 
     @classmethod
-    def from_dict(cls, values: Any) -> ModelConfig:
+    def from_dict(cls, values: Any) -> ModelSettings:
         """Rebuild from `to_dict`'s output, with a one-line HlotuneError for anything else."""
         if not isinstance(values, dict):
             raise HlotuneError("model config: expected a JSON object")
@@ -229,3 +230,6 @@ _TYPE_CHECKS = {
 
 def _type_ok(name: str, value: Any) -> bool:
     return _TYPE_CHECKS.get(name, _is_int)(value)
+
+
+__getattr__ = renamed_attributes(__name__, {"ModelConfig": "ModelSettings"})  # for one release

@@ -1,4 +1,4 @@
-"""The graph layers a cost model can stack (`ModelConfig.conv`), all passing messages both ways.
+"""The graph layers a cost model can stack (`ModelSettings.conv`), all passing messages both ways.
 
 - `sage`: the project's bidirectional GraphSAGE (`sage.py`), the shipped models' layer. Its
   messages are sums, so it alone takes precomputed messages from pruned-away nodes.
@@ -69,7 +69,7 @@ def disjoint_copies(x: Tensor, edge_index: Tensor) -> tuple[Tensor, Tensor, Tens
 
 
 def make_conv(kind: str, dim: int, heads: int) -> nn.Module:
-    """A layer of kind `sage`, `gat`, `gin` or `gps` (ModelConfig has checked the name). PyG
+    """A layer of kind `sage`, `gat`, `gin` or `gps` (ModelSettings has checked the name). PyG
     is imported for the last three only (sage.py says why)."""
     if kind == "sage":
         return BidirectionalSAGEConv(dim)

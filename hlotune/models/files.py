@@ -2,7 +2,7 @@
 
 Model files are shared between users, so they carry no code: safetensors holds only named
 arrays (loading it cannot run anything, unlike a pickle), and the JSON holds only the
-ModelConfig. Writes are atomic so a crash never leaves half a model behind; reads turn every
+ModelSettings. Writes are atomic so a crash never leaves half a model behind; reads turn every
 problem into a one-line HlotuneError naming the file.
 """
 

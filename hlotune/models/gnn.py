@@ -32,7 +32,7 @@ from torch.nn import functional as F
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.attention import ConfigSoftmax, CrossConfigAttention
-from hlotune.models.config import ModelConfig
+from hlotune.models.config import ModelSettings
 from hlotune.models.convs import make_conv
 from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE, read_model_files, write_model_files
 from hlotune.models.inputs import GraphInputs
@@ -69,7 +69,7 @@ class GraphContext:
 
 
 class GraphCostModel(nn.Module):
-    def __init__(self, config: ModelConfig) -> None:
+    def __init__(self, config: ModelSettings) -> None:
         if not config.complete:
             raise HlotuneError("model config: collection, node_feat_dim and config_dim must be set")
         super().__init__()
@@ -302,7 +302,7 @@ class GraphCostModel(nn.Module):
         """Rebuild a saved model; HlotuneError for a missing, corrupt or inconsistent folder."""
         raw_config, tensors = read_model_files(model_dir)
         try:
-            config = ModelConfig.from_dict(raw_config)
+            config = ModelSettings.from_dict(raw_config)
             model = cls(config)
         except HlotuneError as err:
             raise HlotuneError(f"{Path(model_dir) / CONFIG_FILE}: {err}") from None

@@ -18,7 +18,7 @@ from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigArray
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.compress import collapse_chains, select_configs
-from hlotune.models.config import LAYOUT_CONFIG_DIM, ModelConfig
+from hlotune.models.config import LAYOUT_CONFIG_DIM, ModelSettings
 
 
 @dataclass
@@ -39,7 +39,7 @@ class GraphInputs:
 
 
 def graph_inputs(
-    sample: GraphSample, config: ModelConfig, device: torch.device | str
+    sample: GraphSample, config: ModelSettings, device: torch.device | str
 ) -> GraphInputs:
     check_compatible(sample, config)
     if config.collapse_chains:
@@ -76,7 +76,7 @@ def config_inputs(
 
 
 def prior_inputs(
-    sample: GraphSample, config: ModelConfig, indices: np.ndarray | None = None
+    sample: GraphSample, config: ModelSettings, indices: np.ndarray | None = None
 ) -> np.ndarray | None:
     """The analytical baseline's cost of the configs at `indices` (all by default), for a model
     with `analytical_prior` (None otherwise); only those configs are costed."""
@@ -94,7 +94,7 @@ def prior_rows(prior: np.ndarray | None, indices, device: torch.device | str) ->
 
 
 def data_fields(sample: GraphSample) -> dict[str, Any]:
-    """The data fields of a ModelConfig for this sample: `config.with_data(**data_fields(s))`."""
+    """The data fields of a ModelSettings for this sample: `config.with_data(**data_fields(s))`."""
     configs = sample.configs
     if sample.collection is None:
         raise HlotuneError(f"{_name(sample)}: the graph has no configs to learn from")
@@ -109,7 +109,7 @@ def data_fields(sample: GraphSample) -> dict[str, Any]:
     }
 
 
-def check_compatible(sample: GraphSample, config: ModelConfig) -> None:
+def check_compatible(sample: GraphSample, config: ModelSettings) -> None:
     """Raise HlotuneError unless the model of `config` can score `sample`'s configs."""
     name = _name(sample)
     if sample.collection is None:

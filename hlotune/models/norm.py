@@ -1,4 +1,4 @@
-"""Instance normalisation over the nodes of a graph, for the graph layers (`ModelConfig.instance_norm`).
+"""Instance normalisation over the nodes of a graph, for the graph layers (`ModelSettings.instance_norm`).
 
 Each feature is standardised over the graph's nodes, then scaled and shifted by learnt weights.
 A graph of a few hundred nodes and one of a hundred thousand then hand the head states on one

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from hlotune.data.sample import GraphSample
-from hlotune.models.config import ModelConfig
+from hlotune.models.config import ModelSettings
 from hlotune.models.gnn import GraphCostModel
 from hlotune.models.inputs import config_inputs, graph_inputs, prior_inputs, prior_rows
 
@@ -64,6 +64,6 @@ def predict_scores(
             model.train()
 
 
-def _compares_configs(config: ModelConfig) -> bool:
+def _compares_configs(config: ModelSettings) -> bool:
     """Whether a config's score depends on the configs scored beside it."""
     return config.cross_config_attention or config.config_softmax

@@ -176,7 +176,7 @@ def optimise(args: argparse.Namespace) -> int:
         return args.measured(args)
     from hlotune.opt.device import DeviceModel
     from hlotune.opt.policy import GOPolicy, trained_tasks
-    from hlotune.opt.ppo import PPOConfig, Problem, search, train
+    from hlotune.opt.ppo import PPOSettings, Problem, search, train
     from hlotune.opt.report import compare, format_table
     from hlotune.opt.trace import numbered, write_schedule
 
@@ -207,7 +207,7 @@ def optimise(args: argparse.Namespace) -> int:
         if iterations:
             with progress_bar(total=iterations, show=not args.quiet, desc=f"PPO {name}",
                               unit="it", leave=False) as bar:
-                train(policy, [problem], PPOConfig(iterations=iterations, seed=args.seed),
+                train(policy, [problem], PPOSettings(iterations=iterations, seed=args.seed),
                       lambda log: _advance(bar, log))
         found = search(policy, problem, args.samples, args.seed, budget_s=args.budget)
         about = {"graph": name, "devices": args.devices, "task": task, "method": "policy"}
@@ -230,8 +230,8 @@ def _advance(bar, log) -> None:
 def train_policy(args: argparse.Namespace) -> int:
     """`opt train`: one policy, PPO over every program x devices x task set, saved to --out."""
     from hlotune.opt.device import DeviceModel
-    from hlotune.opt.policy import GOPolicy, PolicyConfig, task_set
-    from hlotune.opt.ppo import PPOConfig, Problem, train
+    from hlotune.opt.policy import GOPolicy, PolicySettings, task_set
+    from hlotune.opt.ppo import PPOSettings, Problem, train
 
     if getattr(args, "measure", False):
         args.iterations = 2 if args.iterations is None else args.iterations
@@ -244,7 +244,7 @@ def train_policy(args: argparse.Namespace) -> int:
     _check_devices(args.devices)
     _check_counts(iterations=args.iterations)
     task_sets = ["+".join(task_set(text)) for text in args.tasks]
-    policy = GOPolicy(PolicyConfig(architecture=args.architecture), seed=args.seed)
+    policy = GOPolicy(PolicySettings(architecture=args.architecture), seed=args.seed)
     problems = [
         Problem.make(graph, DeviceModel.uniform(n), tasks, name=f"{name} N={n} {tasks}")
         for spec in args.programs
@@ -264,7 +264,7 @@ def train_policy(args: argparse.Namespace) -> int:
                  f"{sum(last_round) / len(last_round):+.4f} (simulated)", show=not args.quiet)
 
     start = time.perf_counter()
-    config = PPOConfig(iterations=rounds * len(problems), seed=args.seed,
+    config = PPOSettings(iterations=rounds * len(problems), seed=args.seed,
                        curriculum=args.curriculum)
     logs = train(policy, problems, config, progress)
     summary = {

@@ -8,7 +8,7 @@
                       fusion (a bit per op), plus a value estimate of the graph for PPO
 
 Attention over every pair of ops would cost O(n^2); instead the topological order is cut into
-segments. PolicyConfig.architecture chooses how segments share information: "summary" (ops
+segments. PolicySettings.architecture chooses how segments share information: "summary" (ops
 attend to their own segment, and segment summaries to each other: O(n * segment +
 (n / segment)^2)), or "recurrent", GO's in full: Transformer-XL-style recurrence (a segment
 attends to itself, to the previous segment's states and to GRU memories carried forward and
@@ -30,7 +30,7 @@ defaults apply to them).
 Every op (a group, for placement) decides independently given the embeddings (GO's one-shot
 full assignment), so a distribution is a product over ops and its log-probability is kept per op
 (PPO clips per op; the ops of a group share their group's placement log-probability).
-Checkpoints are a folder of config.json (the PolicyConfig and training metadata) and
+Checkpoints are a folder of config.json (the PolicySettings and training metadata) and
 policy.safetensors: no pickle, so loading one runs no code.
 """
 
@@ -94,7 +94,7 @@ ARCHITECTURES = ("summary", "recurrent")
 
 
 @dataclass(frozen=True)
-class PolicyConfig:
+class PolicySettings:
     hidden: int = 64
     sage_layers: int = 3
     segment: int = 64  # ops per attention segment
@@ -334,14 +334,14 @@ def _block(dim: int, heads: int) -> nn.TransformerEncoderLayer:
 class GOPolicy(nn.Module):
     """The network; `seed` fixes its initial weights without touching torch's global RNG."""
 
-    def __init__(self, config: PolicyConfig = PolicyConfig(), seed: int = 0):
+    def __init__(self, config: PolicySettings = PolicySettings(), seed: int = 0):
         super().__init__()
         self.config = config
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self._build(config)
 
-    def _build(self, config: PolicyConfig) -> None:
+    def _build(self, config: PolicySettings) -> None:
         d = config.hidden
         self.opcode = nn.Embedding(NUM_OPCODES, d)
         self.node_features = nn.Linear(len(INPUT_FEATURES), d)
@@ -417,12 +417,12 @@ class GOPolicy(nn.Module):
         if not folder.is_dir():
             raise HlotuneError(f"{folder}: no such policy folder")
         document = read_document(folder / CONFIG_FILE, FORMAT, VERSION, "GO policy")
-        known = {f.name for f in fields(PolicyConfig)}
+        known = {f.name for f in fields(PolicySettings)}
         settings = document.get("policy")
         if not isinstance(settings, dict) or set(settings) - known:
             raise HlotuneError(f"{folder / CONFIG_FILE}: bad policy settings {settings!r}")
         try:
-            policy = cls(PolicyConfig(**settings))
+            policy = cls(PolicySettings(**settings))
         except HlotuneError as error:
             raise HlotuneError(f"{folder / CONFIG_FILE}: {error}") from None
         try:

@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from hlotune.errors import HlotuneError
+from hlotune.lazy import renamed_attributes
 from hlotune.opt.baselines import metis_placement
 from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel
@@ -84,7 +85,7 @@ ADVANTAGES = ("graph", "value")
 
 
 @dataclass(frozen=True)
-class PPOConfig:
+class PPOSettings:
     iterations: int = 100  # each on one problem, round robin
     samples: int = 16  # assignments per iteration
     epochs: int = 4  # gradient steps per batch
@@ -115,7 +116,7 @@ class IterationLog:
 def train(
     policy: GOPolicy,
     problems: Sequence[Problem],
-    config: PPOConfig = PPOConfig(),
+    config: PPOSettings = PPOSettings(),
     progress: Callable[[IterationLog], None] | None = None,
     budget_s: float | None = None,
 ) -> list[IterationLog]:
@@ -163,7 +164,7 @@ def train(
     return logs
 
 
-def _schedule(problems: Sequence[Problem], config: PPOConfig) -> Callable[[int], int]:
+def _schedule(problems: Sequence[Problem], config: PPOSettings) -> Callable[[int], int]:
     """Iteration -> index of its problem: round robin, or the curriculum's."""
     if not config.curriculum:
         return lambda iteration: iteration % len(problems)
@@ -217,3 +218,6 @@ def search(policy: GOPolicy, problem: Problem, samples: int = 64, seed: int = 0,
         value, arrays, moves = climb.reward, climb.arrays, climb.moves
     return SearchResult(**arrays, result=problem.simulate(**arrays), reward=value,
                         samples=samples + 1 + moves, search_s=time.perf_counter() - start)
+
+
+__getattr__ = renamed_attributes(__name__, {"PPOConfig": "PPOSettings"})  # for one release

@@ -18,7 +18,7 @@ from hlotune.errors import HlotuneError
 from hlotune.progress import add_quiet
 
 if TYPE_CHECKING:
-    from hlotune.models.config import ModelConfig
+    from hlotune.models.config import ModelSettings
     from hlotune.train.trainer import TrainSettings
 
 
@@ -66,7 +66,7 @@ def _add_train(commands) -> None:
 
 def add_recipe_arguments(parser) -> None:
     """The model and optimisation options, shared by `hlotune train` and the GNN that
-    `hlotune cv` trains per fold (`recipe_settings` and `recipe_model_config` read them
+    `hlotune cv` trains per fold (`recipe_settings` and `recipe_model_settings` read them
     back)."""
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--loss", default="pairwise_hinge",
@@ -132,11 +132,11 @@ def recipe_settings(args: argparse.Namespace, **fields) -> TrainSettings:
     )
 
 
-def recipe_model_config(args: argparse.Namespace) -> ModelConfig:
-    """The architecture options of `add_recipe_arguments` as a ModelConfig."""
-    from hlotune.models.config import ModelConfig
+def recipe_model_settings(args: argparse.Namespace) -> ModelSettings:
+    """The architecture options of `add_recipe_arguments` as a ModelSettings."""
+    from hlotune.models.config import ModelSettings
 
-    return ModelConfig(
+    return ModelSettings(
         hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join,
         layout_join=args.layout_join, cross_config_attention=args.attention, prune_hops=args.prune_hops,
         config_layers=args.config_layers, drop_edge=args.drop_edge, collapse_chains=args.collapse_chains,
@@ -189,7 +189,7 @@ def _train(args: argparse.Namespace) -> int:
         args, seed=args.seed, graphs_per_step=args.graphs_per_step, gst=_gst_settings(args),
         joint_data=args.joint_data, joint_weight=args.joint_weight,
     )
-    result = train(args.data, args.valid, args.out, settings, model_config=recipe_model_config(args),
+    result = train(args.data, args.valid, args.out, settings, model_config=recipe_model_settings(args),
                    resume=args.resume, progress=not args.quiet)
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
         return 0

@@ -35,7 +35,7 @@ from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.models.compress import drop_duplicate_configs
-from hlotune.models.config import ModelConfig
+from hlotune.models.config import ModelSettings
 from hlotune.models.ensemble import member_folders
 from hlotune.models.files import TRAINED_MODEL_DIR
 from hlotune.models.gnn import GraphCostModel
@@ -131,7 +131,7 @@ def train(
     out_dir: PathLike,
     settings: TrainSettings = TrainSettings(),
     *,
-    model_config: ModelConfig | None = None,
+    model_config: ModelSettings | None = None,
     resume: bool = False,
     progress: bool = True,
 ) -> TrainResult:
@@ -167,7 +167,7 @@ def _train(
     valid_dir: PathLike | None,
     out: Path,
     settings: TrainSettings,
-    model_config: ModelConfig | None,
+    model_config: ModelSettings | None,
     resume: bool,
     progress: bool,
     group: Group,
@@ -192,7 +192,7 @@ def _train(
                 f"{out}: holds a training run already; resume it or use another folder"
             )
         torch.manual_seed(seed)
-        model, steps_per_epoch = _new_model(train_sets, model_config or ModelConfig())
+        model, steps_per_epoch = _new_model(train_sets, model_config or ModelSettings())
         if settings.init_from is not None:
             transfer_node_layers(GraphCostModel.load(member_folders(settings.init_from)[0]), model)
         model.to(device)
@@ -251,7 +251,7 @@ def _train(
     )
 
 
-def _new_model(train_sets: list[Dataset], config: ModelConfig) -> tuple[GraphCostModel, int]:
+def _new_model(train_sets: list[Dataset], config: ModelSettings) -> tuple[GraphCostModel, int]:
     """A model for the data with its feature scaling fitted in one pass, and the labelled
     graph count (the steps of an epoch)."""
     labelled = _labelled(train_sets)
@@ -444,8 +444,8 @@ def _keep_best(
 def _check_resumable(
     state: TrainerState,
     settings: TrainSettings,
-    model_config: ModelConfig | None,
-    saved: ModelConfig,
+    model_config: ModelSettings | None,
+    saved: ModelSettings,
 ) -> None:
     defaults = {f.name: f.default for f in fields(TrainSettings)}  # of settings added later
     changed = [

@@ -12,13 +12,13 @@ import hlotune
 
 
 def test_featurize_source_reads_a_source_and_the_old_name_warns_but_still_works():
-    from hlotune.hlo.sources import load_samples
+    from hlotune.hlo.sources import featurize_source
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert hlotune.featurize_source is load_samples
+        assert hlotune.featurize_source is featurize_source
     with pytest.warns(DeprecationWarning, match="hlotune.featurize is deprecated: use hlotune.featurize_source"):
-        assert hlotune.featurize is load_samples
+        assert hlotune.featurize is featurize_source
     assert "featurize_source" in hlotune.__all__ and "featurize" not in hlotune.__all__
 
 

@@ -109,9 +109,9 @@ def test_a_batch_override_and_the_seed_shape_the_arguments():
 
 def test_a_corpus_program_featurizes_into_tpugraphs_arrays():
     need("transformers", install=CORPUS_EXTRA)
-    from hlotune.hlo.sources import load_samples
+    from hlotune.hlo.sources import featurize_source
 
-    (sample,) = load_samples("corpus:hf-llama@tiny")
+    (sample,) = featurize_source("corpus:hf-llama@tiny")
     graph = sample.graph
     assert (sample.name, sample.source) == ("hf-llama@tiny", "corpus:hf-llama@tiny")
     assert graph.node_feat.shape == (len(graph.node_opcode), 140)

@@ -71,9 +71,9 @@ def test_a_program_collects_into_valid_tile_files_and_resumes(tmp_path):
 
 def test_inspecting_the_shipped_tile_collection_lists_its_kernels_by_family():
     from hlotune.data.builtin import EDITION
-    from hlotune.hlo.inspection import inspect_path
+    from hlotune.hlo.inspection import inspect
 
-    found = list(inspect_path("builtin:tile/test"))
+    found = list(inspect("builtin:tile/test"))
     test_families = {family.partition(":")[2] for family in EDITION.splits["test"]}
     assert found and all(str(i.path).endswith(".npz") and i.collection == "tile" for i in found)
     assert {i.family for i in found} <= test_families

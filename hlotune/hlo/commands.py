@@ -61,10 +61,10 @@ def _add_inspect(commands) -> None:
 def _featurize(args: argparse.Namespace) -> int:
     from hlotune.data.npz import write_sample
     from hlotune.hlo.inspection import describe, format_inspection
-    from hlotune.hlo.sources import load_samples
+    from hlotune.hlo.sources import featurize_source
 
-    samples = load_samples(args.source, optimized=args.optimized, extended=args.extended,
-                           progress=not args.quiet)
+    samples = featurize_source(args.source, optimized=args.optimized, extended=args.extended,
+                               progress=not args.quiet)
     targets = _output_paths(args.output, samples)
     for sample, target in zip(samples, targets):
         if target is not None:
@@ -87,10 +87,10 @@ def _output_paths(output: Path | None, samples) -> list[Path | None]:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from hlotune.hlo.inspection import format_inspection, inspect_path
+    from hlotune.hlo.inspection import format_inspection, inspect
 
     all_valid = True
-    for info in inspect_path(args.path):
+    for info in inspect(args.path):
         all_valid &= info.valid
         print(json.dumps(info.to_json()) if args.json else format_inspection(info), flush=True)
     return 0 if all_valid else 1

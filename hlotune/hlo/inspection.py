@@ -20,7 +20,7 @@ from hlotune.data.npz import check_file
 from hlotune.data.sample import GraphSample, LayoutConfigArrays, TileConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import OPCODE_NAMES
-from hlotune.hlo.sources import load_samples
+from hlotune.hlo.sources import featurize_source
 
 INSPECTABLE = (".npz", ".pb", ".hlo", ".txt")
 _TOP_OPCODES = 10
@@ -50,7 +50,7 @@ class Inspection:
         return asdict(self)
 
 
-def inspect_path(path: str | Path) -> Iterator[Inspection]:
+def inspect(path: str | Path) -> Iterator[Inspection]:
     """One Inspection per file: `path` itself, or every inspectable file under a folder
     (`builtin:...` names the built-in dataset), leaving out hidden folders' files (the tile
     collection keeps its kernels' module texts in `.kernels/`, the sources of its npz files)."""
@@ -73,7 +73,7 @@ def inspect_file(path: Path) -> list[Inspection]:
         sample, errors = check_file(path)
         return [describe(sample, str(path), errors)]
     try:
-        samples = load_samples(str(path))
+        samples = featurize_source(str(path))
     except HlotuneError as error:
         return [describe(None, str(path), [str(error)])]
     many = len(samples) > 1

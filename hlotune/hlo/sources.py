@@ -86,8 +86,8 @@ def _read_bytes(path: Path) -> bytes:
     return data
 
 
-def load_samples(source: str, *, optimized: bool = False, extended: bool = False,
-                 progress: bool = True) -> list[GraphSample]:
+def featurize_source(source: str, *, optimized: bool = False, extended: bool = False,
+                     progress: bool = True) -> list[GraphSample]:
     """Featurize a program spec (hlotune.programs: `zoo:NAME[@VARIANT]`, `go:NAME[@VARIANT]`,
     `file.py:FACTORY`...), an HLO text file or a `.pb`: one GraphSample per module, with the
     configs a raw record carries."""

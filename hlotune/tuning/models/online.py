@@ -16,9 +16,10 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import kendalltau, rankdata
+from scipy.stats import rankdata
 
 from hlotune.compiler.config import CompileConfig
+from hlotune.data.metrics import kendall_tau
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.strategies.base import Trial
 
@@ -139,17 +140,13 @@ class OnlineCostModel(CostModel):
         by_count = self.prior_trials / (self.prior_trials + len(configs))
         if len(configs) < AGREEMENT_TRIALS:
             return by_count
-        prior = max(_tau(self.prior.predict(configs), costs), 0.0)
-        own = max(_tau(_leave_one_out(configs, costs, self.learned.penalty), costs), 0.0)
+        # the prior's ranks: it scores a config it cannot build inf, and the metric takes finite values
+        prior = max(kendall_tau(rankdata(self.prior.predict(configs)), costs), 0.0)
+        own = max(kendall_tau(_leave_one_out(configs, costs, self.learned.penalty), costs), 0.0)
         return min(by_count, prior / (prior + own)) if prior + own > 0 else by_count
 
 
 AGREEMENT_TRIALS = 8  # healthy measurements before the prior is weighed by its agreement
-
-
-def _tau(scores, costs) -> float:
-    tau = kendalltau(scores, costs).statistic
-    return 0.0 if math.isnan(tau) else float(tau)
 
 
 def _leave_one_out(configs: list[CompileConfig], costs: list[float], penalty: float) -> np.ndarray:

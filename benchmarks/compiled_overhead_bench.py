@@ -34,6 +34,7 @@ this 2-core machine; a wrapper's few µs can cross that line where jax's C++ dis
     python benchmarks/compiled_overhead_bench.py
     python benchmarks/compiled_overhead_bench.py --programs kmeans zoo:mlp@small --rounds 40 --out bench.json
     python benchmarks/compiled_overhead_bench.py --programs kmeans --tune 16   # and the tuned config
+    python benchmarks/compiled_overhead_bench.py --programs kmeans-1ms --configs default flags --rounds 150
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ def _functions() -> dict[str, Program]:
     layers = [(jax.random.normal(keys[i], (128, 128)) / 12, jnp.zeros(128)) for i in range(3)]
     points = jax.random.normal(keys[6], (16384, 32))
     return {"mlp": Program("mlp", mlp, (layers, jax.random.normal(keys[5], (64, 128)))),
-            "kmeans": Program("kmeans", kmeans, (points, points[:64]))}
+            "kmeans": Program("kmeans", kmeans, (points, points[:64])),
+            "kmeans-1ms": Program("kmeans-1ms", kmeans, (points[:1024], points[:64]))}
 
 
 def _configs(space: LayoutSpace) -> dict[str, CompileConfig]:
@@ -192,6 +194,8 @@ def _print_delivered(rows: list[dict]) -> None:
 def main() -> None:
     parser = harness.parser(__doc__, programs=["mlp", "kmeans", "zoo:mlp@small"])
     parser.add_argument("--rounds", type=int, default=30, help="interleaved rounds (blocks of ~30 ms)")
+    parser.add_argument("--configs", nargs="+", metavar="CONFIG",
+                        help="only these of default, flags and layout (default: all)")
     parser.add_argument("--tune", type=int, metavar="BUDGET",
                         help="also tune each program (hlotune.tune, flags) and time its best config")
     harness.add_common(parser, out=None)
@@ -203,6 +207,8 @@ def main() -> None:
             program = functions[name] if name in functions else load_program(name)
             space = LayoutSpace(program)
             for label, config in _configs(space).items():
+                if args.configs and label.split()[0] not in args.configs:
+                    continue
                 rows.append(_row(name, program, label, config, space, Path(folder), args.rounds))
                 print(f"{name} {label}: done", file=sys.stderr)
             if args.tune:

@@ -37,7 +37,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 from hlotune.programs.calls import BoundCall, JitFunction, jit_function
 from hlotune.programs.keys import KeyedFunction
-from hlotune.tuning.recorder import SAMPLE_EVERY, ProgramCalls, recorder_for
+from hlotune.tuning.recorder import ProgramCalls, recorder_for
 from hlotune.tuning.storage import default_db_location, local_folder
 from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
 from hlotune.tuning.options import TuneOptions
@@ -80,21 +80,28 @@ class Autotuned:
         self._checked_calls: ProgramCalls | None = None
 
     def __call__(self, *args, **kwargs):
-        checked, calls = self._checked, self._checked_calls
+        checked = self._checked
         if checked is not None and not kwargs:
+            calls = self._checked_calls
             try:
-                return checked(*args) if calls is None else self._counted(calls, checked, args)
+                if calls is None:
+                    return checked(*args)
+                if calls.calls + 1 != calls.next_sample:  # counted inline: every call's path
+                    out = checked(*args)
+                    calls.calls += 1
+                    return out
             except TypeError:  # not the arguments it was compiled for, or tracers: dispatched below
-                pass
+                return self._dispatch(args, kwargs)
+            return self._counted(calls, checked, args)
         return self._dispatch(args, kwargs)
 
     def _counted(self, calls: ProgramCalls, run: Callable, args: tuple):
-        """`run(*args)`, counted, and timed: the second call, then one in SAMPLE_EVERY."""
-        if (calls.calls + 1) % SAMPLE_EVERY and calls.calls != 1:
-            out = run(*args)  # a TypeError here counts nothing
-        else:
+        """`run(*args)`, counted, and timed where it is the next sampled call (recorder.py)."""
+        if calls.calls + 1 == calls.next_sample:
             out = self._recorder.timed(calls, lambda: run(*args), args)
-        calls.calls += 1
+        else:
+            out = run(*args)
+        calls.calls += 1  # a TypeError above counts nothing
         return out
 
     def _dispatch(self, args: tuple, kwargs: dict):

@@ -2,8 +2,8 @@
 that recording never breaks the user's program.
 
 Each program is recorded once, at its first compile (storage/recordings.py). Its calls are
-counted in memory, and the second call and then one in `SAMPLE_EVERY` are timed from their
-arguments' readiness to their outputs' (the others return as soon as jax dispatched them, as under jax.jit); the counts are written at most every
+counted in memory, and calls 2, 4, 8, ... up to `SAMPLE_EVERY`, then one in `SAMPLE_EVERY`, are
+timed from their arguments' readiness to their outputs' (the others return as soon as jax dispatched them, as under jax.jit); the counts are written at most every
 `FLUSH_S` seconds and when the process exits, so a call costs an increment and a kill -9 loses
 at most the last interval's counts, never a recording or a decision.
 
@@ -23,7 +23,8 @@ from typing import Any, TypeVar
 from hlotune.progress import note
 from hlotune.tuning.storage import CallCount, Decision, TuningDatabase, exists
 
-SAMPLE_EVERY = 16  # calls per timed call
+SAMPLE_EVERY = 64  # calls per timed call, once past the first few (a timed call waits for its
+# outputs, which costs a pipelined loop its overlap once)
 FLUSH_S = 30.0  # seconds between writes of the counts
 T = TypeVar("T")
 
@@ -31,13 +32,14 @@ T = TypeVar("T")
 class ProgramCalls:
     """One program's calls in this process."""
 
-    __slots__ = ("fingerprint", "calls", "sampled", "sampled_s", "since")
+    __slots__ = ("fingerprint", "calls", "sampled", "sampled_s", "since", "next_sample")
 
     def __init__(self, fingerprint: str) -> None:
         self.fingerprint = fingerprint
         self.calls = self.sampled = 0
         self.sampled_s = 0.0
         self.since = time.time()
+        self.next_sample = 2  # the number of the next call to time (the first is not)
 
     def count(self) -> CallCount:
         return CallCount(self.calls, self.sampled, self.sampled_s, self.since)
@@ -89,6 +91,7 @@ class Recorder:
         out = jax.block_until_ready(run())
         calls.sampled += 1
         calls.sampled_s += time.perf_counter() - started
+        calls.next_sample += min(calls.next_sample, SAMPLE_EVERY)  # 2, 4, ... 64, then every 64
         if time.monotonic() - self._flushed > FLUSH_S:
             self.flush()
         return out

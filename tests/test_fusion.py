@@ -11,12 +11,13 @@ import pytest
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.fusion_rewrite import Module, split_points
-from hlotune.compiler.fusion_space import fusion_choices, module_seconds
+from hlotune.compiler.fusion_space import fusion_choices
 from hlotune.compiler.hook import compile_config, compile_with_pass
 from hlotune.compiler.kernel_config import KernelConfig
 from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
+from hlotune.hlo.costs import module_seconds
 
 
 def _probe(x):  # the probe: one loop fusion
@@ -137,7 +138,6 @@ def test_fuse_bits_map_to_merges_and_splits(transformer):
 
 
 def test_policy_proposals_are_ranked_by_the_module_roofline(transformer):
-    from hlotune.compiler.fusion_space import module_seconds
     from hlotune.opt.commands import PRETRAINED_DIR
     from hlotune.opt.measured_fusion import policy_proposals, ranked
     from hlotune.opt.policy import GOPolicy

@@ -10,7 +10,8 @@ import pytest
 from hlotune.compiler.hook import compile_with_pass
 from hlotune.errors import HlotuneError
 from hlotune.hlo import wire
-from hlotune.hlo.text import HloText, InstructionLine, source_lines
+from hlotune.hlo.proto import graph_from_proto
+from hlotune.hlo.text import HloText, InstructionLine, parse_shape, source_lines
 from hlotune.hlo.text_parser import texts_to_protos
 
 # A two-branch conditional, a control edge and a reducer: what jax's programs rarely print.
@@ -76,9 +77,14 @@ def modules() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def xla_parses(modules) -> dict[str, tuple[str, dict]]:
-    protos = texts_to_protos(list(modules.values()))
-    return {label: _as_xla_reads(proto) for label, proto in zip(modules, protos)}
+def protos(modules) -> dict[str, bytes]:
+    """Each module as XLA's parser reads it, an HloModuleProto."""
+    return dict(zip(modules, texts_to_protos(list(modules.values()))))
+
+
+@pytest.fixture(scope="module")
+def xla_parses(protos) -> dict[str, tuple[str, dict]]:
+    return {label: _as_xla_reads(proto) for label, proto in protos.items()}
 
 
 def _as_xla_reads(proto: bytes) -> tuple[str, dict[str, dict[str, tuple]]]:
@@ -135,6 +141,16 @@ def test_a_module_calls_what_xla_says_it_calls(modules, xla_parses):
                 reached.add(name)
                 pending += [c for read in xla[name].values() for c in read[2]]
         assert set(hlo.closure([hlo.entry])) == reached, label
+
+
+def test_a_shape_reads_as_xla_sizes_it(modules, protos):
+    """parse_shape's elements and bytes are those of XLA's own shape of every instruction."""
+    for label, text in modules.items():
+        xla = {i.name: i.shape for i in graph_from_proto(protos[label]).instructions}
+        for computation in HloText.parse(text).computations.values():
+            for instruction in computation.instructions.values():
+                shape, expected = parse_shape(instruction.shape), xla[instruction.name]
+                assert (shape.elements, shape.nbytes) == (expected.elements, expected.nbytes), (label, instruction.line)
 
 
 def test_attributes_split_back_into_the_line_they_came_from(modules):

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from hlotune.compiler.kernels import backend_config
 from hlotune.errors import HlotuneError
+from hlotune.hlo.costs import NO_KERNEL
 from hlotune.hlo.text import NAME, HloText, InstructionLine, without_layout
 
-# Instructions too cheap to be worth a kernel of their own: views, constants, broadcasts.
-_TRIVIAL = frozenset({"parameter", "constant", "broadcast", "bitcast", "reshape", "iota", "tuple",
-                      "get-tuple-element", "slice", "copy", "transpose", "convert"})
+# Instructions too cheap to be worth a kernel of their own: those that launch none, and copies,
+# broadcasts and reshapes.
+_TRIVIAL = NO_KERNEL | {"broadcast", "reshape", "iota", "slice", "copy", "transpose", "convert"}
 # Fusions holding these are left alone: XLA:CPU emits scatter and dynamic-update-slice in place
 # on their operand's buffer, so moving that operand inside or out of the fusion made the
 # kernel write into the program's own inputs (seen on zoo:gnn: every later run was wrong).

@@ -13,9 +13,9 @@ import hashlib
 from dataclasses import dataclass, replace
 
 from hlotune.compiler.kernels import Kernel, backend_config, kernel_at
+from hlotune.hlo.costs import CONTROL_FLOW, NO_KERNEL
 from hlotune.hlo.text import HloText, InstructionLine, without_metadata, without_names
 
-CONTROL = frozenset({"while", "conditional", "call"})
 _NOT_OWN = ("metadata", "control-predecessors")  # where it came from, another thunk's order
 
 
@@ -32,14 +32,14 @@ class Thunk:
 
 def thunks_of(text: str, names: set[str] | None = None) -> dict[str, Thunk]:
     """name -> Thunk for each fusion and unfused instruction of the module (only `names`,
-    where given: the profiled ones); parameters, constants and tuple plumbing are no thunks."""
+    where given: the profiled ones); ops that launch no kernel (hlo/costs.NO_KERNEL) are no thunks."""
     hlo = HloText.parse(text)
     trips = trip_counts(hlo)
     thunks = {}
     for host in hlo.unfused_computations():
         shapes = {i.name: i.shape for i in host.instructions.values()}
         for instruction in host.instructions.values():
-            if (names is not None and instruction.name not in names) or instruction.opcode in CONTROL | _PLUMBING:
+            if (names is not None and instruction.name not in names) or instruction.opcode in NO_KERNEL:
                 continue
             thunk = (_fusion(hlo, kernel_at(hlo, instruction)) if instruction.opcode == "fusion"
                      else _unfused(hlo, instruction, shapes))
@@ -53,7 +53,7 @@ def trip_counts(hlo: HloText) -> dict[str, int]:
     parents: dict[str, tuple[str, int]] = {}
     for host in hlo.computations.values():
         for instruction in host.instructions.values():
-            if instruction.opcode in CONTROL:
+            if instruction.opcode in CONTROL_FLOW:
                 trips = int(backend_config(instruction.line).get("known_trip_count", {}).get("n", 1))
                 for called in instruction.called_computations:
                     parents[called] = (host.name, trips if instruction.opcode == "while" else 1)
@@ -64,9 +64,6 @@ def trip_counts(hlo: HloText) -> dict[str, int]:
         parent, trips = parents[computation]
         return trips * runs(parent, depth + 1)
     return {computation: runs(computation) for computation in parents}
-
-
-_PLUMBING = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast"})
 
 
 def _fusion(hlo: HloText, kernel: Kernel) -> Thunk:

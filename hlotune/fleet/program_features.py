@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from hlotune.data.sample import GraphArrays
-from hlotune.hlo.costs import CORE_BANDWIDTH, CORE_FLOPS, ELEMENTWISE, LAUNCH_S, VIEWS
+from hlotune.hlo.costs import CORE_BANDWIDTH, CORE_FLOPS, ELEMENTWISE, LAUNCH_S, NO_KERNEL
+from hlotune.hlo.featurize import ONE_HOT_ORDER, featurize
+from hlotune.hlo.graph import ELEMENT_BITS
 from hlotune.hlo.opcodes import OPCODE_IDS
 from hlotune.programs.program import Program
 
@@ -23,12 +25,10 @@ from hlotune.programs.program import Program
 _TYPE, _DIMS, _ELEMENTS = slice(2, 21), slice(21, 27), 28
 _OUTPUT_FEATURE = 106  # the output feature dimension of a convolution
 # Bytes per element of the element type one-hot's columns (tuples, tokens, opaque: 0).
-_TYPE_BYTES = np.array([0, 1, 1, 2, 4, 8, 1, 2, 4, 8, 2, 4, 8, 2, 8, 16, 0, 0, 0], np.float64)
+_TYPE_BYTES = np.array([ELEMENT_BITS.get(t, 0) / 8 for t in ONE_HOT_ORDER], np.float64)
 _BF16_COLUMN, _F32_COLUMN = 13, 11
 _INTEGER_COLUMNS = [2, 3, 4, 5, 6, 7, 8, 9]
 
-# As hlo/costs.py: ops that launch no kernel of their own.
-_NO_KERNEL = VIEWS | {"parameter", "constant", "partition-id", "replica-id", "while", "call", "conditional"}
 MOVEMENT = frozenset({"copy", "transpose", "concatenate", "slice", "dynamic-slice", "pad",
                       "dynamic-update-slice", "gather", "scatter", "reverse"})
 REDUCTIONS = frozenset({"reduce", "reduce-window", "select-and-scatter"})
@@ -50,7 +50,6 @@ def program_graph(program: Program) -> GraphArrays:
     """The graph the flags collection stores for `program`: its default build, lowered before
     XLA's passes (compiler/layouts.py), featurized. A lowering: no compile, no run."""
     from hlotune.compiler.layouts import LayoutSpace
-    from hlotune.hlo.featurize import featurize
 
     return featurize(LayoutSpace(program).graph, progress=False)
 
@@ -59,7 +58,7 @@ def program_features(graph: GraphArrays) -> np.ndarray:
     """The FEATURE_NAMES of a graph, float64."""
     feat = graph.node_feat.astype(np.float64)
     opcodes = graph.node_opcode.astype(np.int64)
-    kernel = ~np.isin(opcodes, _ids(_NO_KERNEL))
+    kernel = ~np.isin(opcodes, _ids(NO_KERNEL))
     out_bytes = feat[:, _ELEMENTS] * (feat[:, _TYPE] @ _TYPE_BYTES)
     consumer, operand = graph.edge_index[:, 0], graph.edge_index[:, 1]
     bytes_in = np.bincount(consumer, out_bytes[operand], minlength=graph.num_nodes)

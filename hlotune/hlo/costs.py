@@ -12,6 +12,10 @@ Called computations fold into their caller's cost:
 Flops are 2 per multiply-add of a dot or convolution, one per output element of an elementwise
 op, none for data movement; bytes are operands read plus output written, sized by
 PrimitiveType. GO's simulator (opt/costs.py) and the kernels' roofline features both read them.
+
+`module_seconds` prices a module from its text alone, as fusion rewrites are ranked by the
+hundred with no XLA parse (compiler/fusion_space.py): the same sizes, ops and core, and coarser
+flops.
 """
 
 from __future__ import annotations
@@ -23,13 +27,14 @@ import numpy as np
 
 from hlotune.errors import HlotuneError
 from hlotune.hlo.graph import HloGraph, Shape
+from hlotune.hlo.text import ComputationText, HloText, InstructionLine, parse_shape
 
 # Ops that launch no kernel: their data exists already (parameter, constant), they alias
 # another buffer (views), or they only run their called computations (control flow).
 VIEWS = frozenset({"tuple", "get-tuple-element", "bitcast", "after-all", "add-dependency",
                     "opt-barrier", "domain"})
-_NO_KERNEL = VIEWS | {"parameter", "constant", "partition-id", "replica-id", "while", "call",
-                       "conditional"}
+CONTROL_FLOW = frozenset({"while", "call", "conditional"})
+NO_KERNEL = VIEWS | CONTROL_FLOW | {"parameter", "constant", "partition-id", "replica-id"}
 
 ELEMENTWISE = frozenset({
     "abs", "add", "atan2", "cbrt", "ceil", "clamp", "compare", "complex", "convert", "cosine",
@@ -90,7 +95,7 @@ class HloCosts:
         operands = self.graph.operands[node]
         op = inst.opcode
         flops = float(_own_flops(inst, operands, self))
-        if op in _NO_KERNEL:
+        if op in NO_KERNEL:
             bytes_in = bytes_out = 0.0
             launches = 0
         else:
@@ -186,3 +191,47 @@ def roofline(graph: HloGraph) -> tuple[float, float]:
     costs, nodes = HloCosts(graph), top_level_nodes(graph)
     traffic = np.asarray(costs.bytes_in)[nodes] + np.asarray(costs.bytes_out)[nodes]
     return float(np.asarray(costs.flops)[nodes].sum()), float(traffic.sum())
+
+
+def module_seconds(text: str) -> float:
+    """The roofline seconds of a module's top-level kernels, one after another on one core.
+
+    A fusion reads its operands and writes its result once; its flops are one per element of
+    each instruction inside (a dot's, two per multiply-add, its contracted size taken as its
+    left operand's elements per output row). Other instructions only move data. Loop bodies
+    count once.
+    """
+    hlo = HloText.parse(text)
+    fused = {i.calls for c in hlo.computations.values() for i in c.instructions.values() if i.opcode == "fusion"}
+    seconds = 0.0
+    for computation in hlo.computations.values():
+        if computation.name in fused:
+            continue
+        body = _by_name(computation)
+        for instruction in body.values():
+            if instruction.opcode in NO_KERNEL:
+                continue
+            moved = sum(parse_shape(body[o].shape).nbytes for o in instruction.operands if o in body)
+            moved += parse_shape(instruction.shape).nbytes
+            flops = _fusion_flops(hlo, instruction.calls) if instruction.opcode == "fusion" else 0.0
+            seconds += core_seconds(flops, moved) + LAUNCH_S
+    return seconds
+
+
+def _fusion_flops(hlo: HloText, computation: str) -> float:
+    body = _by_name(hlo.computations[computation])
+    flops = 0.0
+    for instruction in body.values():
+        if instruction.opcode in NO_KERNEL:
+            continue
+        shape = parse_shape(instruction.shape)
+        out = shape.elements
+        if instruction.opcode in ("dot", "convolution") and instruction.operands:
+            lhs = parse_shape(body[instruction.operands[0]].shape).elements
+            out = 2 * out * max(lhs // (math.prod(shape.dims[:-1]) or 1), 1)
+        flops += out
+    return flops
+
+
+def _by_name(computation: ComputationText) -> dict[str, InstructionLine]:
+    return {i.name: i for i in computation.instructions.values()}

@@ -20,11 +20,11 @@ from hlotune.progress import progress_bar
 NUM_NODE_FEATURES = 140
 
 # The PrimitiveType numbers of the one-hot block (columns 2-20), in column order.
-_ONE_HOT_ORDER = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 15, 18, 13, 14, 17)
-_NO_ONE_HOT = (0,) * len(_ONE_HOT_ORDER)
+ONE_HOT_ORDER = (0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 16, 15, 18, 13, 14, 17)
+_NO_ONE_HOT = (0,) * len(ONE_HOT_ORDER)
 _ONE_HOT = {  # PrimitiveType number -> the block's 19 values, built once
-    ptype: tuple(int(j == i) for j in range(len(_ONE_HOT_ORDER)))
-    for i, ptype in enumerate(_ONE_HOT_ORDER)
+    ptype: tuple(int(j == i) for j in range(len(ONE_HOT_ORDER)))
+    for i, ptype in enumerate(ONE_HOT_ORDER)
 }
 _SPLIT_MARKERS = ("cluster", "while", "cond")
 _CHUNK = 8192  # rows built as Python ints before one conversion to int64

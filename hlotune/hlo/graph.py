@@ -16,6 +16,7 @@ import numpy as np
 from hlotune.errors import HlotuneError
 
 
+TUPLE = 13  # the xla PrimitiveType number of a tuple
 # Bits per element of each xla PrimitiveType number; 0 for TUPLE, OPAQUE, TOKEN and unknowns.
 ELEMENT_BITS = {1: 8, 2: 8, 3: 16, 4: 32, 5: 64, 6: 8, 7: 16, 8: 32, 9: 64, 10: 16, 11: 32,
                 12: 64, 15: 64, 16: 16, 18: 128, 19: 8, 20: 8, 21: 4, 22: 4, 23: 8, 24: 8,

@@ -12,9 +12,10 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from hlotune.errors import HlotuneError
+from hlotune.hlo.graph import TUPLE, Shape
 
 NAME = re.compile(r"%([\w.\-]+)")
 _HEADER = re.compile(r"^(?:ENTRY )?%([\w.\-]+) \(.*\{$")
@@ -31,6 +32,12 @@ _CALLING = frozenset({"to_apply", "calls", "body", "condition", "branch_computat
 _OPEN, _CLOSE = "{[(", "}])"
 # What splits attributes: a whole string literal (skipped), a bracket, a comma.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]()]|,')
+_ARRAY = re.compile(r"\b([a-z][a-z0-9]*)\[([\d,]*)\]")
+# The xla PrimitiveType number of each element type as the text spells it (its size: graph.py).
+ELEMENT_TYPES = {"pred": 1, "s8": 2, "s16": 3, "s32": 4, "s64": 5, "u8": 6, "u16": 7, "u32": 8, "u64": 9,
+                 "f16": 10, "f32": 11, "f64": 12, "c64": 15, "bf16": 16, "token": 17, "c128": 18,
+                 "f8e5m2": 19, "f8e4m3fn": 20, "s4": 21, "u4": 22, "f8e4m3b11fnuz": 23, "f8e5m2fnuz": 24,
+                 "f8e4m3fnuz": 25, "f8e4m3": 28, "f8e3m4": 29, "f4e2m1fn": 32, "f8e8m0fnu": 33}
 
 
 @dataclass(frozen=True)
@@ -199,6 +206,17 @@ class HloText:
             lines += [("ENTRY " if called == entry else "") + header,
                       *(self.lines[i] for i in computation.body), "}", ""]
         return lines
+
+
+@lru_cache(maxsize=1 << 14)
+def parse_shape(shape: str) -> Shape:
+    """A shape as the text prints it (`f32[8,16]{1,0}`, or a tuple of them), without its layout;
+    a tuple's leaves are its arrays, however nested."""
+    arrays = tuple(Shape(ELEMENT_TYPES.get(element, 0), tuple(int(d) for d in dims.split(",") if d))
+                   for element, dims in _ARRAY.findall(shape))
+    if len(arrays) == 1 and not shape.startswith("("):
+        return arrays[0]
+    return Shape(TUPLE, tuple_shapes=arrays)
 
 
 def without_names(text: str) -> str:

@@ -10,7 +10,7 @@ batch beside XLA's own fusion and the baselines, each given the same number of m
   instruction, as opt/costs.py builds it). A kernel whose bit says "fuse with the consumer"
   merges into its consumers where that is a valid fusion; one whose bit says "do not" splits
   at its heaviest instruction (XLA fused more than the policy wants). Elsewhere XLA's decision
-  stands. The proposals are ranked by the module roofline (fusion_space.module_seconds) and
+  stands. The proposals are ranked by the module roofline (hlo/costs.module_seconds) and
   the top `measured` are measured.
 - greedy: every kernel that can merge into its consumers does (producer-consumer fusion
   pushed past XLA's own limits).

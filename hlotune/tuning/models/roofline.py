@@ -13,13 +13,13 @@ from hlotune.tuning.models.base import CostModel
 
 class ModuleRoofline(CostModel):
     """Scores fusion configs by the analytical roofline of the module each makes
-    (compiler/fusion_space.module_seconds). A config whose rewrite is invalid scores last."""
+    (hlo/costs.module_seconds). A config whose rewrite is invalid scores last."""
 
     def __init__(self, module: str) -> None:
         self._module = module
 
     def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
-        from hlotune.compiler.fusion_space import module_seconds
+        from hlotune.hlo.costs import module_seconds
 
         scores = []
         for config in configs:

@@ -55,7 +55,7 @@ class Choice:
 
 
 @dataclass(frozen=True)
-class _Entry:
+class Entry:
     choice: Choice
     call: Callable
     calls: ProgramCalls | None = None  # counted where the wrapper records
@@ -73,7 +73,7 @@ class Autotuned:
         self._recorder = recorder_for(self._db)
         self._tune_on_first_call, self._options, self._progress = tune_on_first_call, options, progress
         self._recording = recording
-        self._entries: dict[Any, _Entry] = {}
+        self._entries: dict[Any, Entry] = {}
         # The last call's executable, where it is jax's Compiled: that checks the arguments
         # itself, in C++, so a call like the last one costs what the raw executable does.
         self._checked: Callable | None = None
@@ -105,14 +105,26 @@ class Autotuned:
         return out
 
     def _dispatch(self, args: tuple, kwargs: dict):
+        found = self._lookup(args, kwargs)
+        if found is None:  # inside jit, grad, vmap...: the enclosing computation is compiled
+            return self._fn(*args, **kwargs)
+        return self._run(*found, args, kwargs)
+
+    def _lookup(self, args: tuple, kwargs: dict) -> tuple[BoundCall, Entry] | None:
+        """The call and its signature's entry (resolved now if new); None under a trace."""
         import jax
 
         call = self._jit.bind(args, kwargs)
         leaves, tree = jax.tree_util.tree_flatten(call.traced)
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
-            # inside jit, grad, vmap...: the enclosing computation is compiled
-            return self._fn(*args, **kwargs)
-        entry = self._entry(call, _signature(call, leaves, tree))
+            return None
+        return call, self._entry(call, _signature(call, leaves, tree))
+
+    def _run(self, call: BoundCall, entry: Entry, args: tuple, kwargs: dict):
+        """Run the entry's executable on the call, making it the next call's first try where the
+        call can reach it directly."""
+        import jax
+
         # a positional call with nothing static passes its arguments as the executable takes them
         direct = isinstance(entry.call, jax.stages.Compiled) and not kwargs and not call.static
         self._checked, self._checked_calls = (entry.call, entry.calls) if direct else (None, None)
@@ -125,12 +137,12 @@ class Autotuned:
         call = self._jit.bind(args, kwargs)
         return self._entry(call, _signature(call, *jax.tree_util.tree_flatten(call.traced))).choice
 
-    def _entry(self, call: BoundCall, key: tuple) -> _Entry:
+    def _entry(self, call: BoundCall, key: tuple) -> Entry:
         if key not in self._entries:
             self._entries[key] = self._resolve(call)
         return self._entries[key]
 
-    def _resolve(self, call: BoundCall) -> _Entry:
+    def _resolve(self, call: BoundCall) -> Entry:
         """The entry of `call`'s signature, whose `call` takes its traced arguments."""
         from hlotune.programs.function_program import function_program
         from hlotune.tuning.fingerprint import program_fingerprint
@@ -156,16 +168,16 @@ class Autotuned:
         if self._tune_on_first_call:
             result = tune(program, options=self._options, db_path=self._db, progress=self._progress)
             return _compiled(program.user, keyed, Choice(result.best_config, TUNED, fingerprint), calls)
-        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
+        return Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
 
-    def _unexported(self, call: BoundCall, keyed: KeyedFunction, reason: str) -> _Entry:
+    def _unexported(self, call: BoundCall, keyed: KeyedFunction, reason: str) -> Entry:
         """A program jax.export cannot serialize: recorded as tunable only in this process,
         compiled as jax.jit would (its fingerprint is the plain lowering's)."""
         from hlotune.tuning.fingerprint import program_fingerprint
 
         fingerprint = program_fingerprint(Program(keyed.__name__, keyed, call.data))
         calls = self._record(fingerprint, call, None, reason)
-        return _Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
+        return Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
 
     def _plain(self, call: BoundCall) -> Callable:
         """What jax.jit compiles for the call: a Compiled, which later calls reach directly."""
@@ -180,12 +192,12 @@ class Autotuned:
         return self._recorder.record(fingerprint, _qualified_name(self._fn), _shapes(call.data), exported, reason)
 
 
-def _compiled(program: Program, keyed: KeyedFunction, choice: Choice, calls: ProgramCalls | None) -> _Entry:
+def _compiled(program: Program, keyed: KeyedFunction, choice: Choice, calls: ProgramCalls | None) -> Entry:
     """The program as the tuner measured it, the default config too (kept where no candidate
     beat it): a Compiled, which the next calls reach with no Python lookup, unless keys cross."""
     from hlotune.tuning.compiled import compile_config
 
-    return _Entry(choice, keyed.caller(compile_config(program, choice.config)), calls)
+    return Entry(choice, keyed.caller(compile_config(program, choice.config)), calls)
 
 
 def autotune(

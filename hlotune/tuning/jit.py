@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from hlotune.programs.calls import BoundCall, jit_function
-from hlotune.tuning.autotune import Autotuned
+from hlotune.tuning.autotune import JIT, Autotuned, Entry
+from hlotune.tuning.recorder import ProgramCalls
 from hlotune.tuning.options import TuneOptions
 
 DISABLE = "HLOTUNE_DISABLE"
@@ -53,8 +54,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
 
 
 class Jitted(Autotuned):
-    """A function under hlotune.jit. What jax.jit's wrapper offers beyond calling it (lower,
-    trace, eval_shape) comes from jax.jit's own wrapper of the same function."""
+    """A function under hlotune.jit. A program without a decision runs through jax.jit's own
+    wrapper of the function (what it offers beyond calling, lower, trace and eval_shape, too):
+    while it is the only program seen, a call costs that wrapper's C++ dispatch and a counter,
+    and a call that makes jax compile another signature is recorded after it ran."""
 
     def __init__(self, fun: Callable, static_argnums, static_argnames, db, allow_numerics_change: bool,
                  jax_options: dict[str, Any]) -> None:
@@ -63,46 +66,57 @@ class Jitted(Autotuned):
                          tune_on_first_call=False, db=db, progress=False, recording=True)
         self._jax = _jax_jit()(fun, static_argnums=static_argnums, static_argnames=static_argnames,
                                **jax_options)
-        self._jax_options = jax_options
+        self._only: ProgramCalls | None = None  # the one program's calls, while jax.jit runs it
+        self._cached = 0  # jax.jit's executables when that was last checked
+
+    def __call__(self, *args, **kwargs):
+        calls = self._only
+        if calls is None or calls.calls + 1 == calls.next_sample:
+            return super().__call__(*args, **kwargs)
+        out = self._jax(*args, **kwargs)
+        if self._jax._cache_size() == self._cached:
+            calls.calls += 1
+        else:  # jax compiled another signature: record it too
+            self._only = None
+            self._record_run(args, kwargs)
+        return out
+
+    def _record_run(self, args: tuple, kwargs: dict) -> None:
+        found = self._lookup(args, kwargs)
+        if found is not None:
+            found[1].calls.calls += 1
+            self._follow(found[1])
 
     def _plain(self, call: BoundCall) -> Callable:
-        """jax.jit's compile of the call, with the user's donations and options."""
-        options = {k: v for k, v in self._jax_options.items() if k not in ("donate_argnums", "donate_argnames")}
-        donated = donated_positions(call, self._jax_options)
-        return _jax_jit()(call.function, donate_argnums=donated, **options).lower(*call.traced).compile()
+        """jax.jit's own wrapper: `_run` calls it with the user's arguments (no compile here)."""
+        return self._jax
 
-    def _dispatch(self, args: tuple, kwargs: dict):
+    def _lookup(self, args: tuple, kwargs: dict):
         _inside.active = True  # hlotune's own jits while it exports, looks up and compiles
         try:
-            return super()._dispatch(args, kwargs)
+            return super()._lookup(args, kwargs)
         finally:
             _inside.active = False
+
+    def _run(self, call: BoundCall, entry: Entry, args: tuple, kwargs: dict):
+        if entry.choice.source != JIT:
+            return super()._run(call, entry, args, kwargs)
+        self._checked = self._checked_calls = None
+        out = self._counted(entry.calls, functools.partial(self._jax, **kwargs), args)
+        self._follow(entry)
+        return out
+
+    def _follow(self, entry: Entry) -> None:
+        """Let calls take jax.jit's dispatch directly while `entry` is the only program seen."""
+        self._cached = self._jax._cache_size()
+        single = len(self._entries) == 1 and entry.choice.source == JIT
+        self._only = entry.calls if single else None
 
     def __getattr__(self, name: str) -> Any:
         jitted = self.__dict__.get("_jax")
         if jitted is None:
             raise AttributeError(name)
         return getattr(jitted, name)
-
-
-def donated_positions(call: BoundCall, jax_options: dict[str, Any]) -> tuple[int, ...]:
-    """The traced arguments' positions of what the user's `donate_argnums` and
-    `donate_argnames` name (static arguments are never donated)."""
-    numbers, names = jax_options.get("donate_argnums"), jax_options.get("donate_argnames")
-    numbers = {numbers} if isinstance(numbers, int) else set(numbers or ())
-    names = {names} if isinstance(names, str) else set(names or ())
-    if not numbers and not names:
-        return ()
-    signature = call.jit.signature
-    parameters = [] if signature is None else list(signature.parameters)
-    names |= {parameters[n] for n in numbers if 0 <= n < len(parameters)}
-    numbers |= {parameters.index(name) for name in names if name in parameters}
-    static = sorted(key for key, _ in call.static if isinstance(key, int))
-    positional = len(call.traced) - len(call.names)
-    donated = {n - sum(s < n for s in static) for n in numbers if n not in static}
-    donated = {i for i in donated if i < positional}
-    donated |= {positional + i for i, name in enumerate(call.names) if name in names}
-    return tuple(sorted(donated))
 
 
 def install() -> None:

@@ -7,6 +7,7 @@ import time
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.fusion_space import fusion_choices
+from hlotune.compiler.hook import require_hook
 from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.kernels import kernels_of
 from hlotune.compiler.space import SearchSpace
@@ -30,11 +31,17 @@ class AllRecipe(Recipe):
         self._modules: dict[tuple, str] = {}  # both kernel stages stand on the same flags and layouts
 
     def staged(self, search: Strategy) -> Strategy:
-        """`search`, then, with `kernel_stages`, the kernel stages, an eighth of the budget each
-        (what the tile search, `per_kernel` rounds and their combination, leaves goes to
-        fusion). With only a time budget, the shares are of the seconds left."""
+        """`search`, then, with `kernel_stages` and a jax whose XLA takes per-kernel options, the
+        kernel stages, an eighth of the budget each (what the tile search, `per_kernel` rounds
+        and their combination, leaves goes to fusion). With only a time budget, the shares are
+        of the seconds left."""
         options = self.options
         if not options.kernel_stages:
+            return search
+        try:
+            require_hook()
+        except HlotuneError as why:  # an older jax: flags and layouts alone, and the note says so
+            note(f"{self.build.program.name}: no kernel stages: {why}", show=self.build.show)
             return search
         if options.budget is not None:
             kernels = options.budget // 8

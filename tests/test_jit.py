@@ -186,3 +186,17 @@ def test_the_fleet_commands_answer_bad_input_in_one_line(tmp_path, cli):
     TuningDatabase(tmp_path / "empty.sqlite").close()
     done = cli("tune", "some_function", "--db", tmp_path / "empty.sqlite")
     assert done.returncode == 1 and "no recorded program named 'some_function'" in done.stderr
+
+
+def test_a_decision_verified_slower_than_jax_jit_is_not_applied(location):
+    from hlotune.tuning.storage import Verification
+
+    params, x = _args()
+    fingerprint = hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).fingerprint
+    with TuningDatabase(location) as db:
+        db.decide(Decision(fingerprint, CHOSEN, CHOSEN, 200.0, 150.0, 0.01, "random", "flags", 1.0))
+        db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=110.0, rounds=10, timestamp=2.0))
+    assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == JIT
+    with TuningDatabase(location) as db:
+        db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=90.0, rounds=10, timestamp=3.0))
+    assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == DATABASE

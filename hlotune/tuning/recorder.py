@@ -26,6 +26,7 @@ from hlotune.tuning.storage import CallCount, Decision, TuningDatabase, exists
 SAMPLE_EVERY = 64  # calls per timed call, once past the first few (a timed call waits for its
 # outputs, which costs a pipelined loop its overlap once)
 FLUSH_S = 30.0  # seconds between writes of the counts
+VERIFIED_FLOOR = 0.99  # a decision verified slower than this beside jax.jit is not applied
 T = TypeVar("T")
 
 
@@ -68,10 +69,11 @@ class Recorder:
 
     def decision(self, fingerprint: str, allow_numerics_change: bool) -> Decision | None:
         """The decision to apply to the program here, if the database holds one (a database
-        file that does not exist holds none, and is not made by looking)."""
+        file that does not exist holds none, and is not made by looking); not one that its
+        verification beside jax.jit (fleet/verify.py) found slower than VERIFIED_FLOOR."""
         if self._db is None and not exists(self.location):
             return None
-        return self._guarded(lambda db: db.best(fingerprint, allow_numerics_change=allow_numerics_change))
+        return self._guarded(lambda db: _applicable(db, fingerprint, allow_numerics_change))
 
     def announce(self, fingerprint: str, name: str, decision: Decision) -> None:
         """Say on stderr, once per program and process, that a decision is applied."""
@@ -116,6 +118,14 @@ class Recorder:
                           f"({_first_line(error)}); programs compile as jax.jit would",
                           RuntimeWarning, stacklevel=4)
             return None
+
+
+def _applicable(db: TuningDatabase, fingerprint: str, allow_numerics_change: bool) -> Decision | None:
+    decision = db.best(fingerprint, allow_numerics_change=allow_numerics_change)
+    if decision is None or decision.kept_default:
+        return decision
+    verified = db.verification(fingerprint, decision.chosen.key)
+    return None if verified is not None and verified.speedup < VERIFIED_FLOOR else decision
 
 
 _RECORDERS: dict[str, Recorder] = {}

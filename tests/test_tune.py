@@ -29,7 +29,7 @@ from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import load_scorer
 from hlotune.programs import load_program
-from hlotune.tuning import commands, storage
+from hlotune.tuning import commands, db_commands, storage
 from hlotune.tuning.autotune import autotune
 from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.compiled import compile_config
@@ -332,7 +332,7 @@ def test_the_commands_tune_list_show_and_export(tmp_path, capsys):
 
 def test_every_space_has_a_recipe_and_the_formats_are_the_databases():
     assert tuple(SPACES) == space.SPACES
-    assert commands.FORMATS == storage.EXPORT_FORMATS
+    assert db_commands.FORMATS == storage.EXPORT_FORMATS
 
 
 def test_the_default_search_starts_from_the_portfolio_in_flags():

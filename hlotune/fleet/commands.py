@@ -19,7 +19,7 @@ import json
 
 from hlotune.fleet.allocation import ALLOCATIONS, DEFAULT_ALLOCATION
 from hlotune.progress import add_quiet
-from hlotune.tuning.commands import DB_HELP, open_database
+from hlotune.tuning.db_commands import DB_HELP, open_database
 
 
 def add_commands(subparsers) -> None:

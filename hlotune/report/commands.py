@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 
 from hlotune.errors import HlotuneError
-from hlotune.tuning.commands import DB_HELP
+from hlotune.tuning.db_commands import DB_HELP
 
 
 def add_commands(subparsers) -> None:
@@ -83,7 +83,7 @@ def _tuning_page(args: argparse.Namespace):
     from hlotune.report.fleet import fleet_section
     from hlotune.report.profile import PROFILE_RUNS
     from hlotune.report.tuning import tuning_report
-    from hlotune.tuning.commands import open_database, resolve_fingerprint
+    from hlotune.tuning.db_commands import open_database, resolve_fingerprint
 
     with open_database(args.db) as db:
         if args.program is None:

@@ -12,8 +12,9 @@ A program saves its calls a day x its jax.jit time x (1 - 1/delivered); the flee
 
 Allocations, at equal tuning time: `everything` (each program at budget 32: the reference),
 then, at a quarter of its measured configs, `halving` (the default: probe all, then more to the
-most promising), `time` (most recorded time first, budget 32 each) and `probe` (probe all at
-the portfolio's first configs, then the winners at 32: halving with one step). The goals
+most promising), `time` (most recorded time first, budget 32 each), `probe` (probe all at
+the portfolio's first configs, then the winners at 32: halving with one step) and `model`
+(halving steered by the gain model: allocation.py). The goals
 (issue 49): the fleet tune reaches 90% of everything's saving with a quarter of its time; no
 applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--out, JSON lines:
 recordings, tunes, after-runs), so a stopped run resumes where it stopped.
@@ -41,7 +42,7 @@ from jit_delivery_bench import _in_worker
 EVERYTHING_BUDGET = 32
 QUARTER = 0.25
 SIGMA, MEDIAN_CALLS = 2.0, 1000.0
-ALLOCATIONS = ("everything", "halving", "time", "probe")
+ALLOCATIONS = ("everything", "halving", "time", "probe", "model")
 
 
 def record(names: list[str], folder: Path, rounds: int) -> dict[str, dict]:
@@ -75,7 +76,7 @@ def fleet_database(folder: Path, allocation: str, rates: dict[str, float], befor
 
 def tune(location: str, allocation: str, budget: int, each: int, seed: int) -> dict:
     """`allocation` (`each`: everything's budget a program) within `budget` measured configs."""
-    from hlotune.fleet.allocation import FULL, PROBE, by_time, halving
+    from hlotune.fleet.allocation import FULL, PROBE, by_time, halving, model_guided
     from hlotune.fleet.tune import fleet_tune
 
     def everything(programs, spend):
@@ -87,7 +88,8 @@ def tune(location: str, allocation: str, budget: int, each: int, seed: int) -> d
         for outcome in sorted((o for o in rung if o.promise > 0), key=lambda o: -o.promise):
             spend(outcome.program, FULL)
 
-    allocate = {"everything": everything, "time": by_time, "halving": halving, "probe": probe}[allocation]
+    allocate = {"everything": everything, "time": by_time, "halving": halving, "probe": probe,
+                "model": model_guided}[allocation]
     result = fleet_tune(location, allocate=allocate, budget=budget, hours=None, seed=seed, show=True)
     return {"measured": result.measured, "tuning_s": result.seconds,
             "tunes": [{"program": o.program.name, "budget": o.budget, "measured": o.measured,

@@ -47,6 +47,26 @@ def test_a_tune_through_ray_workers_stores_their_measurements(local_ray, tmp_pat
     assert exported.program.startswith("export:") and exported.measurements == 2
 
 
+def test_a_fleet_tune_measures_on_ray_workers_and_writes_the_shared_database(local_ray, tmp_path):
+    import jax
+
+    import hlotune
+    from hlotune.fleet.allocation import by_time
+    from hlotune.fleet.tune import fleet_tune
+    from hlotune.tuning.recorder import recorder_for
+
+    location = str(tmp_path / "fleet.sqlite")
+    recorded = hlotune.jit(lambda x, y: jnp.tanh(x @ y) @ y, db=location)
+    for _ in range(3):
+        jax.block_until_ready(recorded(jnp.ones((32, 32)), jnp.ones((32, 32))))
+    recorder_for(location).flush()
+    result = fleet_tune(location, allocate=by_time, budget=2, hours=None, runner="ray", show=False)
+    (outcome,) = result.outcomes
+    assert outcome.measured == 2  # the recorded program's file travelled to the worker
+    with TuningDatabase(location) as db:
+        assert len(db.records(outcome.program.program)) == 2 and db.best(outcome.program.program) is not None
+
+
 def test_records_go_under_the_measuring_machine(tmp_path):
     here = this_machine()
     worker = dataclasses.replace(here, cpu="A Worker CPU")

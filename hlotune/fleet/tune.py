@@ -65,10 +65,10 @@ class Spender:
         left = None if self.deadline is None else self.deadline - time.monotonic()
         if (self.budget is not None and self.measured >= self.budget) or (left is not None and left <= 0):
             raise BudgetSpent
-        if self.budget is not None:  # the last tune takes what is left (and its default)
-            budget = min(budget, self.budget - self.measured + 1)
         with TuningDatabase(self.location) as db:
             spec = recorded_spec(db, program)
+            if self.budget is not None:  # the last tune takes what is left beyond its records
+                budget = min(budget, len(db.records(program.program)) + self.budget - self.measured)
         options = TuneOptions(budget=budget, time_s=left, seed=self.seed)
         result = tune(spec, options=options, db_path=self.location, runner=self.runner, progress=False)
         with TuningDatabase(self.location) as db:

@@ -39,7 +39,7 @@ def fleet(tmp_path) -> str:
     return location
 
 
-def test_a_fleet_tune_spends_its_budget_most_recorded_time_first_and_resumes(fleet, cli):
+def test_a_fleet_tune_spends_its_budget_most_recorded_time_first_and_resumes(fleet, cli, tmp_path):
     done = cli("fleet", "tune", "--db", fleet, "--budget", PROBE, "--json", "--quiet")
     assert done.returncode == 0, done.stderr
     first = json.loads(done.stdout)
@@ -55,6 +55,9 @@ def test_a_fleet_tune_spends_its_budget_most_recorded_time_first_and_resumes(fle
     assert report["tuning_s"] >= rolled_row["tuning_s"]
     status = [json.loads(line) for line in cli("fleet", "status", "--db", fleet, "--json").stdout.splitlines()]
     assert status[0]["name"].endswith("rolled") and status[0]["decision"] != "not tuned"
+    page = tmp_path / "report.html"
+    assert cli("report", "--db", fleet, "--out", page, "--no-profile").returncode == 0
+    assert "The fleet: what tuning saves where the programs run" in page.read_text()
 
 
 def _recording(name: str, seconds: float) -> Recording:

@@ -10,43 +10,30 @@ measures any program spec here, as the worker would.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.in_process import ISOLATION, InProcessMeasurer
-from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import BatchResult, MeasureSettings
+from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.programs.function_program import FunctionProgram
 from hlotune.tuning.runners.base import Runner
+from hlotune.tuning.runners.local import LocalRunner
 
 IN_PROCESS = "in-process"  # its name in the registry
 
 
-class InProcessRunner:
+class InProcessRunner(LocalRunner):
     """Measures in this process, one batch at a time: the `live` programs by name, any other
     by its spec."""
 
     def __init__(self, *live: Program) -> None:
-        self.machine = this_machine()
+        super().__init__()
         self._live = {program.name: program for program in live}
-        self._measurer: InProcessMeasurer | None = None
 
-    def measure(
-        self, program: str, configs: Sequence[CompileConfig], settings: MeasureSettings
-    ) -> list[BatchResult]:
-        current = self._measurer
-        if current is None or (current.program, current.settings) != (program, settings):
-            self.close()
-            self._measurer = InProcessMeasurer(self._live.get(program) or load_program(program), settings)
-        return [self._measurer.measure(configs)]
-
-    def close(self) -> None:
-        if self._measurer is not None:
-            self._measurer.close()
-            self._measurer = None
+    def _open(self, program: str, settings: MeasureSettings) -> InProcessMeasurer:
+        return InProcessMeasurer(self._live.get(program) or load_program(program), settings)
 
 
 @contextmanager

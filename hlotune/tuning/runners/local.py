@@ -23,8 +23,12 @@ class LocalRunner:
         current = self._measurer
         if current is None or (current.program, current.settings) != (program, settings):
             self.close()
-            self._measurer = Measurer(program, settings)
+            self._measurer = self._open(program, settings)
         return [self._measurer.measure(configs)]
+
+    def _open(self, program: str, settings: MeasureSettings) -> Measurer:
+        """The measurer of a program's batches: a worker process here."""
+        return Measurer(program, settings)
 
     def close(self) -> None:
         if self._measurer is not None:

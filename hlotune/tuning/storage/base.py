@@ -3,8 +3,9 @@
 As in TVM MetaSchedule, search and storage are separate: the tuner looks a config up before
 measuring it, stores each measured batch at once and keeps each tune's decision. A runtime
 means something only for one program on one machine under one compiler, so every backend keys
-what it keeps by the program's fingerprint (fingerprint.py), the hardware fingerprint and the
-jax/jaxlib versions, and answers only with what was kept under its own machine and compiler.
+what it keeps by the program's fingerprint (tuning/fingerprint.py), the hardware fingerprint
+and the jax/jaxlib versions, and answers only with what was kept under its own machine and
+compiler.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ class Record:
 
 @dataclass(frozen=True)
 class Decision:
-    """A finished tune: its finalists re-measured beside the default (final_check.py), the
+    """A finished tune: its finalists re-measured beside the default (tuning/final_check.py), the
     candidate they chose, and what was kept.
 
     `default_ns` and `candidate_ns` come from the batch that reports the speedup: for a kept

@@ -1,5 +1,5 @@
-"""What the kernel screen (kernel_screen.py) learnt of a config by compiling it: its thunks, and
-each thunk's module text once, so a resumed tune compiles nothing twice."""
+"""What the kernel screen (tuning/models/kernel_screen.py) learnt of a config by compiling it:
+its thunks, and each thunk's module text once, so a resumed tune compiles nothing twice."""
 
 from __future__ import annotations
 

@@ -8,9 +8,9 @@ table are inserted by position, so a new column goes last and old rows hold NULL
   samples, whether early stopping cut its samples short (measure.py), and the default's median
   and noise floor of its batch (a runtime is compared with the default measured beside it:
   batches minutes apart drift);
-- `compiles` and `thunk_modules`: what the kernel screen (kernel_screen.py) learnt of a config
-  by compiling it, its thunks, and each thunk's module text once, so a resumed tune compiles
-  nothing twice;
+- `compiles` and `thunk_modules`: what the kernel screen (tuning/models/kernel_screen.py)
+  learnt of a config by compiling it, its thunks, and each thunk's module text once, so a
+  resumed tune compiles nothing twice;
 - `decisions`: what each finished tune chose after re-measuring its finalists against the
   default (final_check.py), with the speedup measured after choosing, the one the rounds that
   chose it saw, and the search's;

@@ -20,16 +20,18 @@ at a larger budget continues its search.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from hlotune.fleet.tune import Outcome, Spender
-from hlotune.tuning.storage import Recording
+if TYPE_CHECKING:  # types only: `hlotune --help` lists the allocations without importing numpy
+    from hlotune.fleet.tune import Outcome, Spender
+    from hlotune.tuning.storage import Recording
+
+    Allocation = Callable[[list[Recording], Spender], None]
 
 PROBE = 6
 ETA = 3
 FULL = 32
 MIN_GAIN = 1.02  # a predicted speedup below this is within the noise a kept config must beat
-
-Allocation = Callable[[list[Recording], Spender], None]
 
 
 def halving(programs: list[Recording], spend: Spender) -> None:

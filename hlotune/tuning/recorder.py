@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from hlotune.progress import note
 from hlotune.tuning.storage import CallCount, Decision, TuningDatabase, exists
+from hlotune.tuning.storage.connection import first_line
 
 SAMPLE_EVERY = 64  # calls per timed call, once past the first few (a timed call waits for its
 # outputs, which costs a pipelined loop its overlap once)
@@ -115,7 +116,7 @@ class Recorder:
         except Exception as error:  # any failure of the database: the program runs on
             self._broken = True
             warnings.warn(f"hlotune: the tuning database {self.location} cannot be used "
-                          f"({_first_line(error)}); programs compile as jax.jit would",
+                          f"({first_line(error)}); programs compile as jax.jit would",
                           RuntimeWarning, stacklevel=4)
             return None
 
@@ -138,7 +139,3 @@ def recorder_for(location: str | Path) -> Recorder:
         _RECORDERS[key] = Recorder(key)
     return _RECORDERS[key]
 
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

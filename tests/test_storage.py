@@ -80,6 +80,7 @@ def test_recordings_sum_the_calls_of_every_process(location):
         assert step.seconds == pytest.approx(100 * 0.01 + 50 * 0.02)
         assert (loss.tunable, loss.reason, loss.calls, loss.seconds) == (False, "host callbacks", 0, 0.0)
         assert one.exported(FP) == b"exported module" and one.exported("e" * 64) is None
+        assert one.recorded(FP) and two.recorded("e" * 64) and not one.recorded("d" * 64)
 
 
 def test_a_bad_location_is_a_one_line_error(tmp_path):

@@ -156,7 +156,7 @@ class Autotuned:
                 raise
             return self._unexported(call, keyed, str(error))
         fingerprint = program_fingerprint(program.measured)
-        exported = None if program.exported is None else program.exported.to_bytes()
+        exported = None if program.exported is None else program.exported.to_bytes
         calls = self._record(fingerprint, call, exported, program.in_process)
         decision = self._recorder.decision(fingerprint, self._options.allow_numerics_change)
         if self._recording and decision is not None and decision.kept_default:
@@ -185,7 +185,7 @@ class Autotuned:
 
         return jax.jit(call.function).lower(*call.traced).compile()
 
-    def _record(self, fingerprint: str, call: BoundCall, exported: bytes | None,
+    def _record(self, fingerprint: str, call: BoundCall, exported: Callable[[], bytes] | None,
                 reason: str) -> ProgramCalls | None:
         if not self._recording:
             return None

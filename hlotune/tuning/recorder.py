@@ -60,12 +60,15 @@ class Recorder:
         self._announced: set[str] = set()
         atexit.register(self.flush)
 
-    def record(self, fingerprint: str, name: str, shapes: str, exported: bytes | None,
+    def record(self, fingerprint: str, name: str, shapes: str, exported: Callable[[], bytes] | None,
                reason: str) -> ProgramCalls:
-        """Record the program once; its counter for this process."""
+        """Record the program once; its counter for this process. `exported` makes its export's
+        bytes (the arguments with it: megabytes for a training step), called only where the
+        database does not hold the program yet."""
         if fingerprint not in self.programs:
             self.programs[fingerprint] = ProgramCalls(fingerprint)
-            self._guarded(lambda db: db.record_program(fingerprint, name, shapes, exported, reason))
+            self._guarded(lambda db: db.recorded(fingerprint) or db.record_program(
+                fingerprint, name, shapes, None if exported is None else exported(), reason))
         return self.programs[fingerprint]
 
     def decision(self, fingerprint: str, allow_numerics_change: bool) -> Decision | None:

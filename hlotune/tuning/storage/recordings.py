@@ -66,6 +66,11 @@ class Recordings:
             self._sql.execute(self._sql.insert_ignoring("recordings", 9),
                               (fingerprint, *self._scope, name, shapes, blob, reason, time.time()))
 
+    def recorded(self, fingerprint: str) -> bool:
+        """Whether the program is recorded on this machine and compiler."""
+        return self._sql.execute("SELECT 1 FROM recordings WHERE program = ? AND machine = ? AND jax = ? "
+                                 "AND jaxlib = ?", (fingerprint, *self._scope)).fetchone() is not None
+
     def record_calls(self, fingerprint: str, count: CallCount) -> None:
         """This process's calls of the program so far (replacing what it wrote before)."""
         with self._sql.writing():

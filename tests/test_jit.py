@@ -7,6 +7,7 @@ import os
 import json
 import subprocess
 import sys
+import time
 import warnings
 
 import jax
@@ -19,7 +20,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.tuning.autotune import DATABASE, JIT
 from hlotune.tuning.recorder import SAMPLE_EVERY, recorder_for
-from hlotune.tuning.storage import Decision, TuningDatabase
+from hlotune.tuning.storage import CallCount, Decision, TuningDatabase
 
 CHOSEN = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
 
@@ -169,9 +170,11 @@ def test_two_processes_record_one_tunes_and_a_third_applies(db_location, cli):
     assert tuned.returncode == 0, tuned.stderr
     assert json.loads(tuned.stdout)["fingerprint"] == status["fingerprint"]  # the same program
     (status,) = [json.loads(line) for line in cli("fleet", "status", "--db", db_location, "--json").stdout.splitlines()]
-    kept_default = json.loads(tuned.stdout)["kept_default"]
-    assert status["decision"] == ("default kept" if kept_default else "applied")
-    assert _record(db_location, 1) == (JIT if kept_default else DATABASE)
+    result = json.loads(tuned.stdout)
+    # a kept config is timed beside jax.jit, and applied unless that found it slower
+    applied = not result["kept_default"] and result["verified_speedup"] >= 0.99
+    assert status["decision"] == ("applied" if applied else "default kept" if result["kept_default"] else "verified slower")
+    assert _record(db_location, 1) == (DATABASE if applied else JIT)
 
 
 def test_the_fleet_commands_answer_bad_input_in_one_line(tmp_path, cli):
@@ -189,6 +192,9 @@ def test_the_fleet_commands_answer_bad_input_in_one_line(tmp_path, cli):
 
 
 def test_a_decision_verified_slower_than_jax_jit_is_not_applied(location):
+    """Nor counted: fleet status says so, and fleet report gives it no saving."""
+    from hlotune.fleet.savings import fleet_savings
+    from hlotune.fleet.status import fleet_status
     from hlotune.tuning.storage import Verification
 
     params, x = _args()
@@ -196,7 +202,12 @@ def test_a_decision_verified_slower_than_jax_jit_is_not_applied(location):
     with TuningDatabase(location) as db:
         db.decide(Decision(fingerprint, CHOSEN, CHOSEN, 200.0, 150.0, 0.01, "random", "flags", 1.0))
         db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=110.0, rounds=10, timestamp=2.0))
+        db.record_calls(fingerprint, CallCount(100, 1, 1e-3, time.time() - 3600))
+        (status,), (saving,) = fleet_status(db), fleet_savings(db).programs
+    assert (status.decision, saving.verified, saving.saved_per_day) == ("verified slower", pytest.approx(100 / 110), 0.0)
     assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == JIT
     with TuningDatabase(location) as db:
         db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=90.0, rounds=10, timestamp=3.0))
+        (status,), (saving,) = fleet_status(db), fleet_savings(db).programs
+    assert (status.decision, saving.verified) == ("applied", pytest.approx(100 / 90)) and saving.saved_per_day > 0
     assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == DATABASE

@@ -2,10 +2,11 @@
 
 A program's saving a day is its recorded time a day (recordings.py: calls x the mean sampled
 call, over the window the counts span) times the share its decision saves, 1 - 1/speedup, where
-the speedup is the one verified beside jax.jit (verify.py), not the tune's report; a program
-with no verification saves nothing here, whatever its tune reported. Set against the tuning
-time every fleet tune spent on it, a day's saving over that cost is the seeds' figure: XTAT's
-fleet saves about 15x what its tuning costs.
+the speedup is the one verified beside jax.jit (tuning/verify.py), not the tune's report; a
+program with no verification, or one verified slower (which hlotune.jit does not apply), saves
+nothing here, whatever its tune reported. Set against the tuning time every fleet tune spent on
+it, a day's saving over that cost is the seeds' figure: XTAT's fleet saves about 15x what its
+tuning costs.
 """
 
 from __future__ import annotations
@@ -67,6 +68,6 @@ def _saving(db: TuningDatabase, recording: Recording) -> ProgramSaving:
     verification = None if decision is None or decision.kept_default else db.verification(
         recording.program, decision.chosen.key)
     verified = None if verification is None else verification.speedup
-    saved = recording.seconds_per_day * (1 - 1 / verified) if verified else 0.0
+    saved = recording.seconds_per_day * (1 - 1 / verified) if verification and verification.applies else 0.0
     return ProgramSaving(recording.name, recording.program, recording.seconds_per_day, reported,
                          verified, saved, db.tuning_seconds(recording.program))

@@ -7,8 +7,8 @@ worth. The budget counts configs measured over every program (`--budget`) and/or
 so a stopped fleet tune resumes where it stopped, and every tune ends in its final check and a
 stored decision, which the program's next compile under `hlotune.jit` applies. How the budget is
 divided is an allocation (allocation.py). Each program a tune kept a config for is then timed
-beside jax.jit in this process (verify.py), so `fleet report` reads savings from runs, not from
-the batch that chose.
+beside jax.jit in this process (tuning/verify.py), so `fleet report` reads savings from runs,
+not from the batch that chose.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], 
                budget: int | None, hours: float | None, runner: str = "local", seed: int = 0,
                verify_rounds: int = 10, show: bool = True) -> FleetTuneResult:
     """Spend `budget` measured configs and/or `hours` on the fleet recorded at `location` as
-    `allocate` divides it, then verify the decisions kept (verify.py)."""
-    from hlotune.fleet.verify import verify_decision
+    `allocate` divides it, then verify the decisions kept (tuning/verify.py)."""
+    from hlotune.tuning.verify import verify_decision
 
     if budget is None and hours is None:
         raise HlotuneError("fleet tune needs --budget or --hours: configs to measure or hours to spend")

@@ -5,7 +5,8 @@ Every flag is in docs/cli.md, generated from these parsers; the choices of --spa
 JSON alone: `tune` prints one object with at least the keys program, default_ms, best_ms,
 speedup, noise, measurements, resumed, best_config and strategy (speedup is the kept one,
 measured after choosing; found_speedup and confirmed_speedup are the search's and the choosing
-rounds', flattered by the choice).
+rounds', flattered by the choice). A program hlotune.jit recorded, tuned to a config, has it
+timed beside jax.jit in this process as `fleet tune` does (verified_speedup).
 The database is $HLOTUNE_DB, or ~/.cache/hlotune/tuning.sqlite, unless --db names one.
 Heavy modules (jax) load inside the handlers so that `hlotune --help` stays fast.
 """
@@ -23,6 +24,7 @@ from hlotune.tuning.strategies.registry import FIRST_GENERATIONS, STRATEGIES
 
 if TYPE_CHECKING:
     from hlotune.tuning.options import TuneOptions
+    from hlotune.tuning.storage import Recording, Verification
 
 
 def add_commands(subparsers) -> None:
@@ -115,10 +117,12 @@ def add_commands(subparsers) -> None:
 def run_tune(args: argparse.Namespace) -> int:
     from hlotune.tuning.tuner import tune
 
-    result = tune(_program_spec(args.program, args.db), options=_tune_options(args), db_path=args.db,
-                  runner=args.runner, progress=not args.quiet)
+    spec, recording = _program_spec(args.program, args.db)
+    result = tune(spec, options=_tune_options(args), db_path=args.db, runner=args.runner, progress=not args.quiet)
+    verified = _verified(args.db, recording) if recording is not None and not result.kept_default else None
     if args.json:
-        print(json.dumps(result.to_json()))
+        verified_key = {} if verified is None else {"verified_speedup": verified.speedup}
+        print(json.dumps(result.to_json() | verified_key))
         return 0
     noise = f"noise floor {result.noise:.1%}"
     if not result.kept_default:
@@ -146,6 +150,10 @@ def run_tune(args: argparse.Namespace) -> int:
         print(f"  screened      {result.screened} candidates compiled and scored by their kernels "
               f"({result.screen_s:.1f} s compiling)")
     print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
+    if verified is not None:
+        applies = "hlotune.jit applies it" if verified.applies else "slower: hlotune.jit keeps jax.jit's"
+        print(f"  verified      {verified.speedup:.3f}x beside jax.jit in this process, "
+              f"{verified.rounds} rounds interleaved ({applies})")
     if not result.kept_default:
         only_flags = result.best_config.layout.is_default and result.best_config.kernels.is_default
         export = "xla_flags" if only_flags else "json"
@@ -172,12 +180,23 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
     )
 
 
-def _program_spec(program: str, location: str | None) -> str:
-    """`program`, or the spec of the program hlotune.jit recorded under that name."""
+def _program_spec(program: str, location: str | None) -> tuple[str, Recording | None]:
+    """`program`, or the spec of the program hlotune.jit recorded under that name, with its
+    recording."""
     from hlotune.programs import is_program_spec
     from hlotune.tuning.recorded import find_recording, recorded_spec
 
     if is_program_spec(program):
-        return program
+        return program, None
     with open_database(location) as db:
-        return recorded_spec(db, find_recording(db, program))
+        recording = find_recording(db, program)
+        return recorded_spec(db, recording), recording
+
+
+def _verified(location: str | None, recording: Recording) -> Verification | None:
+    """The decision just stored for a recorded program, timed beside jax.jit as `fleet tune`
+    times its decisions: hlotune.jit does not apply one verified slower."""
+    from hlotune.tuning.verify import verify_decision
+    from hlotune.tuning.storage import default_db_location
+
+    return verify_decision(location or default_db_location(), recording)

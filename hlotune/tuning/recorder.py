@@ -27,7 +27,6 @@ from hlotune.tuning.storage.connection import first_line
 SAMPLE_EVERY = 64  # calls per timed call, once past the first few (a timed call waits for its
 # outputs, which costs a pipelined loop its overlap once)
 FLUSH_S = 30.0  # seconds between writes of the counts
-VERIFIED_FLOOR = 0.99  # a decision verified slower than this beside jax.jit is not applied
 T = TypeVar("T")
 
 
@@ -74,7 +73,7 @@ class Recorder:
     def decision(self, fingerprint: str, allow_numerics_change: bool) -> Decision | None:
         """The decision to apply to the program here, if the database holds one (a database
         file that does not exist holds none, and is not made by looking); not one that its
-        verification beside jax.jit (fleet/verify.py) found slower than VERIFIED_FLOOR."""
+        verification beside jax.jit (tuning/verify.py) found slower (Verification.applies)."""
         if self._db is None and not exists(self.location):
             return None
         return self._guarded(lambda db: _applicable(db, fingerprint, allow_numerics_change))
@@ -129,7 +128,7 @@ def _applicable(db: TuningDatabase, fingerprint: str, allow_numerics_change: boo
     if decision is None or decision.kept_default:
         return decision
     verified = db.verification(fingerprint, decision.chosen.key)
-    return None if verified is not None and verified.speedup < VERIFIED_FLOOR else decision
+    return None if verified is not None and not verified.applies else decision
 
 
 _RECORDERS: dict[str, Recorder] = {}

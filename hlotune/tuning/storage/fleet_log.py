@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from hlotune.tuning.storage.connection import Connection
 
 _KEY = "program = ? AND machine = ? AND jax = ? AND jaxlib = ?"
+VERIFIED_FLOOR = 0.99  # a decision verified slower than this beside jax.jit is not applied
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,11 @@ class Verification:
     @property
     def speedup(self) -> float:
         return self.jit_ns / self.tuned_ns
+
+    @property
+    def applies(self) -> bool:
+        """hlotune.jit applies the decision: it was not found slower than VERIFIED_FLOOR."""
+        return self.speedup >= VERIFIED_FLOOR
 
 
 class FleetLog:

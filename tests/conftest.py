@@ -55,6 +55,17 @@ def _missing(what: str, reason: str) -> NoReturn:
     pytest.skip(reason=reason, allow_module_level=True)
 
 
+def compile_and_run(fn: Callable, args: tuple) -> Any:
+    """`fn(*args)` compiled by XLA with LLVM at optimisation level 0, for tests of what a
+    program computes and that it builds, not of its speed: its compile takes a third to a half
+    of the default's (a tiny transformer's training step: 1.3 s, not 2.9 s), and compiles are
+    most of what the suite spends."""
+    import jax
+
+    compiled = jax.jit(fn).lower(*args).compile(compiler_options={"xla_backend_optimization_level": 0})
+    return compiled(*args)
+
+
 @pytest.fixture
 def one_thread():
     """Torch on one thread for the test: the PPO budgets are sized for it, and results do not

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import need
+from conftest import compile_and_run, need
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import is_program_spec, load_program
@@ -32,7 +32,7 @@ def _leaves(tree) -> list[np.ndarray]:
 
 def _compile_and_run(spec: str):
     program = load_program(spec)
-    return program, jax.jit(program.fn).lower(*program.args).compile()(*program.args)
+    return program, compile_and_run(program.fn, program.args)
 
 
 def test_the_variant_grammar_reads_bf16_after_train():

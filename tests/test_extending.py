@@ -26,7 +26,7 @@ from hlotune.tuning.strategies.random_search import RandomSearch
 from hlotune.tuning.tuner import tune
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "extending.md"
-FAST = MeasureSettings(rounds=2, repeats=2)
+FAST = MeasureSettings(rounds=2, repeats=2, default_replicas=1)
 WINNER = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))  # another program's
 
 

@@ -15,6 +15,7 @@ from hlotune.compiler.fusion_space import fusion_choices
 from hlotune.compiler.hook import compile_config, compile_with_pass
 from hlotune.compiler.kernel_config import KernelConfig
 from hlotune.compiler.kernels import kernels_of
+from hlotune.compiler.measure import MeasureSettings
 from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.hlo.costs import module_seconds
@@ -173,7 +174,8 @@ def test_tune_searches_the_fusion_space(tmp_path):
     import hlotune
     from hlotune.tuning.storage import TuningDatabase
 
-    result = hlotune.tune("zoo:transformer@tiny", space="fusion", budget=4, db_path=tmp_path / "db.sqlite")
+    result = hlotune.tune("zoo:transformer@tiny", space="fusion", budget=4, db_path=tmp_path / "db.sqlite",
+                          settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     assert result.space == "fusion" and result.measurements >= 4
     with TuningDatabase(tmp_path / "db.sqlite") as db:
         configs = [record.config for record in db.records(result.fingerprint)]

@@ -36,7 +36,7 @@ from hlotune.tuning.storage import Record, TuningDatabase
 from hlotune.tuning.tuner import tune
 
 BUILTIN_FLAGS_TEST = resolve("builtin:flags/test")
-FAST = MeasureSettings(rounds=2, repeats=2)
+FAST = MeasureSettings(rounds=2, repeats=2, default_replicas=1)
 PROGRAMS = ("zoo:mlp@tiny", "zoo:mlp@tiny-b2")
 
 

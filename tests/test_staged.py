@@ -110,8 +110,8 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
     from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.tuner import tune
 
-    arguments = dict(space="all", budget=16, batch=4, db_path=tmp_path / "db.sqlite", progress=False,
-                     settings=MeasureSettings(rounds=2, repeats=2))
+    arguments = dict(space="all", budget=16, batch=6, db_path=tmp_path / "db.sqlite", progress=False,
+                     settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     result = tune("zoo:transformer@tiny", **arguments)
     assert result.strategy == "evolutionary+tile+fusion" and result.measurements >= 16
     with TuningDatabase(tmp_path / "db.sqlite") as db:

@@ -47,7 +47,7 @@ from hlotune.tuning.strategies.registry import STRATEGIES, make_strategy
 from hlotune.tuning.tuner import tune
 
 MLP = "zoo:mlp@tiny"
-FAST = MeasureSettings(rounds=2, repeats=2)
+FAST = MeasureSettings(rounds=2, repeats=2, default_replicas=1)
 # Aborts XLA:CPU on a program with a gather (test_compiler.py), such as zoo:lstm's.
 CRASH = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["gather_simplifier"]}))
 

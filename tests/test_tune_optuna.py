@@ -23,7 +23,7 @@ from hlotune.tuning.tuner import tune
 optuna = need("optuna", install="pip install 'hlotune[optuna]'")
 
 MLP = "zoo:mlp@tiny"
-FAST = MeasureSettings(rounds=2, repeats=2)
+FAST = MeasureSettings(rounds=2, repeats=2, default_replicas=1)
 
 
 def _config_of(space: SearchSpace, trial):

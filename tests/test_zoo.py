@@ -7,6 +7,7 @@ import jax
 import numpy as np
 import pytest
 
+from conftest import compile_and_run
 from hlotune.programs.zoo import WORKLOADS
 
 NAMES = sorted(WORKLOADS)
@@ -14,10 +15,6 @@ NAMES = sorted(WORKLOADS)
 
 def _leaves(tree) -> list[np.ndarray]:
     return [np.asarray(leaf) for leaf in jax.tree_util.tree_leaves(tree)]
-
-
-def _compile_and_run(fn, args):
-    return jax.jit(fn).lower(*args).compile()(*args)
 
 
 def test_the_zoo_has_at_least_twelve_architectures():
@@ -47,14 +44,14 @@ def test_every_size_has_a_batch_that_callers_can_override(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_inference_compiles_and_runs_finite(name):
     fn, args = WORKLOADS[name].program("tiny", train=False)
-    out = _compile_and_run(fn, args)
+    out = compile_and_run(fn, args)
     assert all(np.isfinite(leaf).all() for leaf in _leaves(out))
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_training_step_updates_every_parameter(name):
     fn, args = WORKLOADS[name].program("tiny", train=True)
-    params, velocity, loss = _compile_and_run(fn, args)
+    params, velocity, loss = compile_and_run(fn, args)
     assert loss.shape == () and np.isfinite(loss)
     for after, gradient in zip(_leaves(params), _leaves(velocity), strict=True):
         assert np.isfinite(after).all()

@@ -17,9 +17,14 @@ the portfolio's first configs, then the winners at 32: halving with one step) an
 (halving steered by the gain model: allocation.py). The goals
 (issue 49): the fleet tune reaches 90% of everything's saving with a quarter of its time; no
 applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--out, JSON lines:
-recordings, tunes, after-runs), so a stopped run resumes where it stopped.
+recordings, tunes, after-runs), so a stopped run resumes where it stopped (the databases stay in
+--folder). One recording serves every draw and seed; `everything` gives each program its budget
+whatever the rates, so a further draw of the same seed re-weights its runs rather than tuning
+again. What `fleet report` predicts, the verified speedups (tuning/verify.py) at the draw's rates, is
+set beside what the after-runs measured.
 
     python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0
+    python benchmarks/fleet_bench.py --out fleet.jsonl --draw 1 --allocations everything halving
     python benchmarks/fleet_bench.py --report fleet.jsonl
 """
 
@@ -29,7 +34,6 @@ import json
 import math
 import os
 import random
-import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -93,17 +97,41 @@ def tune(location: str, allocation: str, budget: int, each: int, seed: int) -> d
     result = fleet_tune(location, allocate=allocate, budget=budget, hours=None, seed=seed, show=True)
     return {"measured": result.measured, "tuning_s": result.seconds,
             "tunes": [{"program": o.program.name, "budget": o.budget, "measured": o.measured,
-                       "found": o.found, "speedup": o.speedup} for o in result.outcomes]}
+                       "found": o.found, "speedup": o.speedup} for o in result.outcomes],
+            "verified": {o.program.name: result.verified[o.program.program].speedup
+                         for o in result.outcomes if o.program.program in result.verified}}
 
 
 def after(names: list[str], location: str, rounds: int) -> dict[str, dict]:
-    return {name: _in_worker("apply", name, location, rounds) for name in names}
+    """Each program whose tune kept a config, run again beside jax.jit; the others run jax.jit's
+    own executable under hlotune.jit and save nothing."""
+    from hlotune.tuning.storage import TuningDatabase
+
+    with TuningDatabase(location) as db:
+        kept = {r.name for r in db.recordings() if (d := db.best(r.program)) is not None and not d.kept_default}
+    return {name: _in_worker("apply", name, location, rounds) if name in kept else {"choice": "jit", "kept": "default"}
+            for name in names}
 
 
 def saving(rates: dict[str, float], runs: dict[str, dict]) -> dict[str, float]:
     """Seconds a day each program saves, from its after-run."""
     return {name: rates[name] * run["jit_ms"] / 1e3 * (1 - 1 / run["delivered"]) if run["choice"] == "database"
             else 0.0 for name, run in runs.items()}
+
+
+def predicted(row: dict, before: dict[str, dict]) -> float:
+    """Seconds a day the fleet saves as `fleet report` reads it before any after-run: each
+    applied decision's verified speedup at the recorded jax.jit time and the draw's rate."""
+    from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR
+
+    return sum(row["rates"][name] * before[name]["jit_ms"] / 1e3 * (1 - 1 / speedup)
+               for name, speedup in row["tuned"].get("verified", {}).items() if speedup >= VERIFIED_FLOOR)
+
+
+def reweighted(row: dict, draw: int, rates: dict[str, float]) -> dict:
+    """`everything`'s runs of another draw at this draw's rates: each program had its budget
+    whatever its rate, so only the weights change."""
+    return {**row, "draw": draw, "rates": rates, "saving": saving(rates, row["after"]), "reweighted_from": row["draw"]}
 
 
 def main() -> None:
@@ -115,37 +143,50 @@ def main() -> None:
     parser.add_argument("--everything-budget", type=int, default=EVERYTHING_BUDGET,
                         help="each program's budget under everything (default %(default)s)")
     parser.add_argument("--allocations", nargs="+", default=list(ALLOCATIONS), choices=ALLOCATIONS)
-    parser.add_argument("--folder", type=Path, help="keep the databases here (default: a temporary folder)")
+    parser.add_argument("--folder", type=Path, help="keep the databases here (default: one in the temporary folder, named after --out)")
     parser.add_argument("--report", type=Path, help="print the tables of a results file and stop")
+    parser.add_argument("--noise", action="store_true",
+                        help="time every program under hlotune.jit without a decision beside jax.jit once more "
+                             "(an A/A run: the spread of the delivered speedup itself) and stop")
     harness.add_common(parser, out=None)
     args = parser.parse_args()
     if args.report:
-        print(report(harness.read_rows(args.report, lines=True)))
+        rows = harness.read_rows(args.report, lines=True)
+        print(report(rows) + "\n\n" + summary(rows) + "\n\n" + noise(rows))
         return
     log = harness.RowLog(args.out or Path(tempfile.mkdtemp()) / "fleet.jsonl", lines=True)
-    folder = args.folder or Path(tempfile.mkdtemp())
+    folder = args.folder or Path(tempfile.gettempdir()) / f"hlotune-fleet-bench-{log.path.stem}"
     folder.mkdir(parents=True, exist_ok=True)
+    recorded = next((row for row in log.rows if row["kind"] == "record"), None)
+    if recorded is None or not (folder / "recorded.sqlite").exists():
+        recorded = {"kind": "record", "before": record(args.programs, folder, args.rounds)}
+        log.add(recorded)
+    before, rates = recorded["before"], draw_rates(args.programs, args.draw)
+    if args.noise:
+        log.add({"kind": "noise", "runs": {name: _in_worker("apply", name, str(folder / "recorded.sqlite"), args.rounds)
+                                           for name in args.programs}})
+        print(noise(log.rows))
+        return
     kinds = {row["kind"]: row for row in log.rows if row.get("draw") == args.draw and row.get("seed") == args.seed}
-    if "record" not in kinds:
-        kinds["record"] = {"kind": "record", "draw": args.draw, "seed": args.seed,
-                           "before": record(args.programs, folder, args.rounds)}
-        log.add(kinds["record"])
-    before, rates = kinds["record"]["before"], draw_rates(args.programs, args.draw)
     for allocation in args.allocations:
         if allocation in kinds:
             continue
-        everything = kinds.get("everything")
+        other_draw = next((row for row in log.rows if row["kind"] == allocation == "everything"
+                           and row["seed"] == args.seed and "reweighted_from" not in row), None)
+        if other_draw is not None:
+            kinds[allocation] = reweighted(other_draw, args.draw, rates)
+            log.add(kinds[allocation])
+            continue
+        measured = [row["tuned"]["measured"] for row in log.rows if row["kind"] == "everything"]  # any draw, seed
         budget = (args.everything_budget * len(args.programs) if allocation == "everything"
-                  else round(QUARTER * everything["tuned"]["measured"]))
+                  else round(QUARTER * measured[0]))
         location = fleet_database(folder, allocation, rates, before)
         tuned = tune(location, allocation, budget, args.everything_budget, args.seed)
         runs = after(args.programs, location, args.rounds)
         kinds[allocation] = {"kind": allocation, "draw": args.draw, "seed": args.seed, "budget": budget,
                              "rates": rates, "tuned": tuned, "after": runs, "saving": saving(rates, runs)}
         log.add(kinds[allocation])
-    if args.folder is None:
-        shutil.rmtree(folder, ignore_errors=True)
-    print(report(log.rows))
+    print(report(log.rows) + "\n\n" + summary(log.rows))
     print(f"\n{os.cpu_count()} cores; draw {args.draw}, seed {args.seed}, {args.rounds} rounds a run.")
 
 
@@ -153,6 +194,7 @@ def report(rows: list[dict]) -> str:
     """Per allocation: tuning time, configs, the fleet's saving a day with a bootstrap interval
     over programs, its share of everything's, and the applied decisions below 0.99x."""
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    before = next(row for row in rows if row["kind"] == "record")["before"]
     reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
     cells = []
     for row in runs:
@@ -163,10 +205,43 @@ def report(rows: list[dict]) -> str:
         cells.append([f"{row['draw']}/{row['seed']}", row["kind"], f"{row['tuned']['tuning_s']:.0f}",
                       str(row["tuned"]["measured"]), f"{total:,.0f} [{low:,.0f}, {high:,.0f}]",
                       "—" if math.isnan(share) else f"{share:.0%}",
+                      f"{predicted(row, before) / total:.2f}" if total > 0 and "verified" in row["tuned"] else "—",
                       f"{total / row['tuned']['tuning_s']:.2f}", ", ".join(slower) or "none"])
     header = ("draw/seed", "allocation", "tuning s", "measured", "saved s/day [95% CI]", "of everything's",
-              "saved/day ÷ tuning s", "applied below 0.99x")
-    return harness.markdown(header, cells, align="llrrrrrl")
+              "predicted ÷ saved", "saved/day ÷ tuning s", "applied below 0.99x")
+    return harness.markdown(header, cells, align="llrrrrrrl")
+
+
+def noise(rows: list[dict]) -> str:
+    """Per program, hlotune.jit without a decision (jax.jit's executable, recorded) beside
+    jax.jit: what the delivered speedup reads when nothing is applied."""
+    runs = [next(row for row in rows if row["kind"] == "record")["before"]]
+    runs += [row["runs"] for row in rows if row["kind"] == "noise"]
+    cells = [[name, f"{runs[0][name]['jit_ms']:.1f}", " ".join(f"{run[name]['delivered']:.3f}x" for run in runs)]
+             for name in runs[0]]
+    return harness.markdown(("program", "jax.jit ms", "A/A: delivered with no decision, each run"), cells, align="lrl")
+
+
+def summary(rows: list[dict]) -> str:
+    """Per allocation over the draws and seeds that have an `everything` run: its saving and
+    tuning time as shares of everything's in the same draw and seed (median, and range)."""
+    runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
+    shares: dict[str, list[tuple[float, float]]] = {}
+    for row in runs:
+        base = reference.get((row["draw"], row["seed"]))
+        if base is not None and row["kind"] != "everything" and sum(base["saving"].values()) > 0:
+            shares.setdefault(row["kind"], []).append(
+                (sum(row["saving"].values()) / sum(base["saving"].values()),
+                 row["tuned"]["tuning_s"] / base["tuned"]["tuning_s"]))
+    cells = [[kind, str(len(pairs)), _spread([s for s, _ in pairs]), _spread([t for _, t in pairs])]
+             for kind, pairs in shares.items()]
+    return harness.markdown(("allocation", "fleets", "of everything's saving", "of everything's tuning time"),
+                            cells, align="lrrr")
+
+
+def _spread(values: list[float]) -> str:
+    return f"{np.median(values):.0%} [{min(values):.0%}, {max(values):.0%}]"
 
 
 def _bootstrap(saving: dict[str, float], resamples: int = 2000) -> tuple[float, float, float]:

@@ -113,10 +113,13 @@ def after(names: list[str], location: str, rounds: int) -> dict[str, dict]:
             for name in names}
 
 
-def saving(rates: dict[str, float], runs: dict[str, dict]) -> dict[str, float]:
-    """Seconds a day each program saves, from its after-run."""
-    return {name: rates[name] * run["jit_ms"] / 1e3 * (1 - 1 / run["delivered"]) if run["choice"] == "database"
-            else 0.0 for name, run in runs.items()}
+def saving(row: dict, before: dict[str, dict]) -> dict[str, float]:
+    """Seconds a day each program saves: its calls a day x its recorded jax.jit time x (1 -
+    1/delivered), the speedup from its after-run. Not the after-run's own jax.jit time: from one
+    process to the next it moves by up to a third (nbody_steps: 33 to 51 ms a call), while the
+    ratio, timed interleaved in one process, holds."""
+    return {name: row["rates"][name] * before[name]["jit_ms"] / 1e3 * (1 - 1 / run["delivered"])
+            if run["choice"] == "database" else 0.0 for name, run in row["after"].items()}
 
 
 def predicted(row: dict, before: dict[str, dict]) -> float:
@@ -131,7 +134,7 @@ def predicted(row: dict, before: dict[str, dict]) -> float:
 def reweighted(row: dict, draw: int, rates: dict[str, float]) -> dict:
     """`everything`'s runs of another draw at this draw's rates: each program had its budget
     whatever its rate, so only the weights change."""
-    return {**row, "draw": draw, "rates": rates, "saving": saving(rates, row["after"]), "reweighted_from": row["draw"]}
+    return {**row, "draw": draw, "rates": rates, "reweighted_from": row["draw"]}
 
 
 def main() -> None:
@@ -184,7 +187,7 @@ def main() -> None:
         tuned = tune(location, allocation, budget, args.everything_budget, args.seed)
         runs = after(args.programs, location, args.rounds)
         kinds[allocation] = {"kind": allocation, "draw": args.draw, "seed": args.seed, "budget": budget,
-                             "rates": rates, "tuned": tuned, "after": runs, "saving": saving(rates, runs)}
+                             "rates": rates, "tuned": tuned, "after": runs}
         log.add(kinds[allocation])
     print(report(log.rows) + "\n\n" + summary(log.rows))
     print(f"\n{os.cpu_count()} cores; draw {args.draw}, seed {args.seed}, {args.rounds} rounds a run.")
@@ -198,9 +201,10 @@ def report(rows: list[dict]) -> str:
     reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
     cells = []
     for row in runs:
-        total, low, high = _bootstrap(row["saving"])
+        total, low, high = _bootstrap(saving(row, before))
         base = reference.get((row["draw"], row["seed"]))
-        share = total / sum(base["saving"].values()) if base and sum(base["saving"].values()) else math.nan
+        base_total = sum(saving(base, before).values()) if base else 0.0
+        share = total / base_total if base_total else math.nan
         slower = [n for n, r in row["after"].items() if r["choice"] == "database" and r["delivered"] < 0.99]
         cells.append([f"{row['draw']}/{row['seed']}", row["kind"], f"{row['tuned']['tuning_s']:.0f}",
                       str(row["tuned"]["measured"]), f"{total:,.0f} [{low:,.0f}, {high:,.0f}]",
@@ -226,13 +230,14 @@ def summary(rows: list[dict]) -> str:
     """Per allocation over the draws and seeds that have an `everything` run: its saving and
     tuning time as shares of everything's in the same draw and seed (median, and range)."""
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    before = next(row for row in rows if row["kind"] == "record")["before"]
     reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
     shares: dict[str, list[tuple[float, float]]] = {}
     for row in runs:
         base = reference.get((row["draw"], row["seed"]))
-        if base is not None and row["kind"] != "everything" and sum(base["saving"].values()) > 0:
+        if base is not None and row["kind"] != "everything" and sum(saving(base, before).values()) > 0:
             shares.setdefault(row["kind"], []).append(
-                (sum(row["saving"].values()) / sum(base["saving"].values()),
+                (sum(saving(row, before).values()) / sum(saving(base, before).values()),
                  row["tuned"]["tuning_s"] / base["tuned"]["tuning_s"]))
     cells = [[kind, str(len(pairs)), _spread([s for s, _ in pairs]), _spread([t for _, t in pairs])]
              for kind, pairs in shares.items()]

@@ -3,7 +3,7 @@
 A program's saving a day is its recorded time a day (recordings.py: calls x the mean sampled
 call, over the window the counts span) times the share its decision saves, 1 - 1/speedup, where
 the speedup is the one verified beside jax.jit (tuning/verify.py), not the tune's report; a
-program with no verification, or one verified slower (which hlotune.jit does not apply), saves
+program with no verification, or one not verified faster (which hlotune.jit does not apply), saves
 nothing here, whatever its tune reported. Set against the tuning time every fleet tune spent on
 it, a day's saving over that cost is the seeds' figure: XTAT's fleet saves about 15x what its
 tuning costs.

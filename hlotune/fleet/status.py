@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from hlotune.tuning.storage import Recording, TuningDatabase
 
 APPLIED, DEFAULT_KEPT, NOT_TUNED, IN_PROCESS = "applied", "default kept", "not tuned", "in process only"
-VERIFIED_SLOWER = "verified slower"  # than jax.jit, where the program runs: not applied
+NO_VERIFIED_GAIN = "no verified gain"  # beside jax.jit, where the program runs: not applied
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class ProgramStatus:
     calls: int
     seconds: float  # recorded time: calls x the mean sampled call
     share: float  # of the fleet's recorded time
-    decision: str  # APPLIED, VERIFIED_SLOWER, DEFAULT_KEPT, NOT_TUNED or IN_PROCESS
+    decision: str  # APPLIED, NO_VERIFIED_GAIN, DEFAULT_KEPT, NOT_TUNED or IN_PROCESS
     speedup: float | None  # the decision's, as its tune measured it (None: none applies)
     reason: str  # why it is tunable only in its process ("" otherwise)
 
@@ -40,7 +40,7 @@ def _status(db: TuningDatabase, recording: Recording, total: float) -> ProgramSt
     elif decision.kept_default:
         state, speedup = DEFAULT_KEPT, None
     elif (verified := db.verification(recording.program, decision.chosen.key)) and not verified.applies:
-        state, speedup = VERIFIED_SLOWER, None
+        state, speedup = NO_VERIFIED_GAIN, None
     else:
         state, speedup = APPLIED, decision.speedup
     return ProgramStatus(recording.name, recording.program, recording.shapes, recording.calls,

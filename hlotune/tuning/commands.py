@@ -151,7 +151,9 @@ def run_tune(args: argparse.Namespace) -> int:
               f"({result.screen_s:.1f} s compiling)")
     print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
     if verified is not None:
-        applies = "hlotune.jit applies it" if verified.applies else "slower: hlotune.jit keeps jax.jit's"
+        from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR
+
+        applies = "hlotune.jit applies it" if verified.applies else f"below {VERIFIED_FLOOR}x: hlotune.jit keeps jax.jit's"
         print(f"  verified      {verified.speedup:.3f}x beside jax.jit in this process, "
               f"{verified.rounds} rounds interleaved ({applies})")
     if not result.kept_default:

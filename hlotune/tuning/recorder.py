@@ -73,7 +73,7 @@ class Recorder:
     def decision(self, fingerprint: str, allow_numerics_change: bool) -> Decision | None:
         """The decision to apply to the program here, if the database holds one (a database
         file that does not exist holds none, and is not made by looking); not one that its
-        verification beside jax.jit (tuning/verify.py) found slower (Verification.applies)."""
+        verification beside jax.jit (tuning/verify.py) did not find faster (Verification.applies)."""
         if self._db is None and not exists(self.location):
             return None
         return self._guarded(lambda db: _applicable(db, fingerprint, allow_numerics_change))

@@ -10,7 +10,10 @@ from dataclasses import dataclass
 from hlotune.tuning.storage.connection import Connection
 
 _KEY = "program = ? AND machine = ? AND jax = ? AND jaxlib = ?"
-VERIFIED_FLOOR = 0.99  # a decision verified slower than this beside jax.jit is not applied
+# A decision applies only where its verification beside jax.jit found it at least this much
+# faster: less is within the verification's own spread. In the fleet benchmark the three
+# decisions verified between 0.99x and 1.02x ran 0.91-0.97x where applied (docs/results/tuning.md).
+VERIFIED_FLOOR = 1.02
 
 
 @dataclass(frozen=True)
@@ -29,7 +32,7 @@ class Verification:
 
     @property
     def applies(self) -> bool:
-        """hlotune.jit applies the decision: it was not found slower than VERIFIED_FLOOR."""
+        """hlotune.jit applies the decision: it was verified at least VERIFIED_FLOOR faster."""
         return self.speedup >= VERIFIED_FLOOR
 
 

@@ -40,12 +40,13 @@ def fleet(tmp_path) -> str:
 
 
 def test_a_fleet_tune_spends_its_budget_most_recorded_time_first_and_resumes(fleet, cli, tmp_path):
-    done = cli("fleet", "tune", "--db", fleet, "--budget", PROBE, "--json", "--quiet")
+    done = cli("fleet", "tune", "--db", fleet, "--budget", PROBE, "--allocation", "halving", "--json", "--quiet")
     assert done.returncode == 0, done.stderr
     first = json.loads(done.stdout)
     assert [t["program"] for t in first["tunes"]] == [f"{__name__}.rolled"]  # the budget went to it
     assert first["measured"] >= PROBE - 1
-    again = json.loads(cli("fleet", "tune", "--db", fleet, "--budget", PROBE, "--json", "--quiet").stdout)
+    again = json.loads(cli("fleet", "tune", "--db", fleet, "--budget", PROBE, "--allocation", "halving", "--json",
+                           "--quiet").stdout)
     assert again["tunes"][0]["measured"] == 0  # resumed: nothing measured twice
     assert [t["program"] for t in again["tunes"]][:2] == [f"{__name__}.rolled", f"{__name__}.squashed"]
     report = json.loads(cli("fleet", "report", "--db", fleet, "--json").stdout)

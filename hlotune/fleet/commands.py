@@ -1,7 +1,7 @@
 """`hlotune fleet`: the programs `hlotune.jit` recorded, as one fleet (docs/fleet.md).
 
     hlotune fleet status [--db DB] [--json]
-    hlotune fleet tune [--budget N] [--hours H] [--allocation halving|model|time] [--runner local|ray[:ADDRESS]]
+    hlotune fleet tune [--budget N] [--hours H] [--allocation time|halving|model] [--runner local|ray[:ADDRESS]]
                        [--seed S] [--db DB] [--json] [--quiet]
     hlotune fleet report [--db DB] [--json]
 
@@ -39,11 +39,11 @@ def add_commands(subparsers) -> None:
     tune = commands.add_parser(
         "tune", help="spend one tuning budget across the recorded programs, where it saves most",
         description="Tune the recorded programs (flags, the default engine) within one budget: "
-        "configs measured over all of them (--budget) and/or hours (--hours). The halving "
-        "allocation probes every program with a few configs, most recorded time first, then "
-        "gives more to those whose probe promises the most saving a day; model probes in the "
-        "order a gain model trained on the shipped collection predicts, skipping programs it "
-        "predicts gain nothing; time tunes each fully, most recorded time first. Re-running "
+        "configs measured over all of them (--budget) and/or hours (--hours). The time "
+        "allocation tunes each fully, most recorded time first; halving probes every program "
+        "with a few configs, most recorded time first, then gives more to those whose probe "
+        "promises the most saving a day; model probes in the order a gain model trained on the "
+        "shipped collection predicts, skipping programs it predicts gain nothing. Re-running "
         "resumes. Each kept decision is then timed beside jax.jit here, and applies at its "
         "program's next compile under hlotune.jit.")
     tune.add_argument("--budget", type=int, metavar="N", help="configs to measure over the fleet")

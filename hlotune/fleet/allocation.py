@@ -8,9 +8,9 @@ at a larger budget continues its search.
 - `time` (the default): most recorded time first, each program at FULL until the budget is
   spent; with a budget of FULL per program, this is tuning everything. Fleets' call rates are
   heavy-tailed, so a few programs hold most of the recorded time, and what any other program
-  could save is bounded by its small share. On the fleet benchmark (20 programs, two draws of
-  the rates, a quarter of tune-everything's configs) it kept 93-94% of tune-everything's saving
-  at 21-23% of its tuning time; halving kept 91-95% at 36-38% (docs/results/tuning.md).
+  could save is bounded by its small share. On the fleet benchmark (20 programs, a quarter of
+  tune-everything's configs) it kept 93% of tune-everything's saving at 21% of its tuning time;
+  halving kept 91% at 38% (docs/results/tuning.md).
 - `halving`: successive halving, with the probe as the first rung. Every program is tuned at
   PROBE configs (the default, configs that won elsewhere, the portfolio's first), most recorded
   time first; then the 1/ETA of them whose probe promises the most saving a day (recorded time

@@ -197,8 +197,8 @@ def _program_spec(program: str, location: str | None) -> tuple[str, Recording | 
 
 def _verified(location: str | None, recording: Recording) -> Verification | None:
     """The decision just stored for a recorded program, timed beside jax.jit as `fleet tune`
-    times its decisions: hlotune.jit does not apply one verified slower."""
-    from hlotune.tuning.verify import verify_decision
+    times its decisions: hlotune.jit applies it only if found faster (Verification.applies)."""
     from hlotune.tuning.storage import default_db_location
+    from hlotune.tuning.verify import verify_decision
 
     return verify_decision(location or default_db_location(), recording)

@@ -11,8 +11,9 @@ from hlotune.tuning.storage.connection import Connection
 
 _KEY = "program = ? AND machine = ? AND jax = ? AND jaxlib = ?"
 # A decision applies only where its verification beside jax.jit found it at least this much
-# faster: less is within the verification's own spread. In the fleet benchmark the three
-# decisions verified between 0.99x and 1.02x ran 0.91-0.97x where applied (docs/results/tuning.md).
+# faster: less is within the verification's own spread. In the fleet benchmark the two
+# decisions verified between 0.99x and 1.02x ran 0.91x and 0.97x where applied
+# (docs/results/tuning.md).
 VERIFIED_FLOOR = 1.02
 
 

@@ -204,14 +204,13 @@ def report(rows: list[dict]) -> str:
     """Per allocation: tuning time, configs, the fleet's saving a day with a bootstrap interval
     over programs, its share of everything's, and the applied decisions below 0.99x."""
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
-    before = next(row for row in rows if row["kind"] == "record")["before"]
+    before = _recorded(rows)
     reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
     cells = []
     for row in runs:
         total, low, high = _bootstrap(saving(row, before))
         base = reference.get((row["draw"], row["seed"]))
-        base_total = sum(saving(base, before).values()) if base else 0.0
-        share = total / base_total if base_total else math.nan
+        share = _shares(row, base, before)[0] if base else math.nan
         slower = [n for n, r in row["after"].items() if r["choice"] == "database" and r["delivered"] < 0.99]
         cells.append([f"{row['draw']}/{row['seed']}", row["kind"], f"{row['tuned']['tuning_s']:.0f}",
                       str(row["tuned"]["measured"]), f"{total:,.0f} [{low:,.0f}, {high:,.0f}]",
@@ -226,7 +225,7 @@ def report(rows: list[dict]) -> str:
 def noise(rows: list[dict]) -> str:
     """Per program, hlotune.jit without a decision (jax.jit's executable, recorded) beside
     jax.jit: what the delivered speedup reads when nothing is applied."""
-    runs = [next(row for row in rows if row["kind"] == "record")["before"]]
+    runs = [_recorded(rows)]
     runs += [row["runs"] for row in rows if row["kind"] == "noise"]
     cells = [[name, f"{runs[0][name]['jit_ms']:.1f}", " ".join(f"{run[name]['delivered']:.3f}x" for run in runs)]
              for name in runs[0]]
@@ -237,15 +236,13 @@ def summary(rows: list[dict]) -> str:
     """Per allocation over the draws and seeds that have an `everything` run: its saving and
     tuning time as shares of everything's in the same draw and seed (median, and range)."""
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
-    before = next(row for row in rows if row["kind"] == "record")["before"]
+    before = _recorded(rows)
     reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
     shares: dict[str, list[tuple[float, float]]] = {}
     for row in runs:
         base = reference.get((row["draw"], row["seed"]))
-        if base is not None and row["kind"] != "everything" and sum(saving(base, before).values()) > 0:
-            shares.setdefault(row["kind"], []).append(
-                (sum(saving(row, before).values()) / sum(saving(base, before).values()),
-                 row["tuned"]["tuning_s"] / base["tuned"]["tuning_s"]))
+        if base is not None and row["kind"] != "everything" and not math.isnan(_shares(row, base, before)[0]):
+            shares.setdefault(row["kind"], []).append(_shares(row, base, before))
     cells = [[kind, str(len(pairs)), _spread([s for s, _ in pairs]), _spread([t for _, t in pairs])]
              for kind, pairs in shares.items()]
     return harness.markdown(("allocation", "fleets", "of everything's saving", "of everything's tuning time"),
@@ -255,16 +252,14 @@ def summary(rows: list[dict]) -> str:
 def plot(rows: list[dict], path: Path) -> None:
     """Each run's saving and tuning time as shares of everything's in its draw (the issue's goal:
     90% of the saving at a quarter of the time), an allocation a marker, a draw a colour."""
-    before = next(row for row in rows if row["kind"] == "record")["before"]
+    before = _recorded(rows)
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
     reference = {row["draw"]: row for row in runs if row["kind"] == "everything" and row["seed"] == 0}
     figure, axes = harness.subplots(figsize=(6.5, 4))
     markers = dict(zip(ALLOCATIONS, "osD^v"))
     for row in runs:
-        base = reference[row["draw"]]
-        axes.scatter(100 * row["tuned"]["tuning_s"] / base["tuned"]["tuning_s"],
-                     100 * sum(saving(row, before).values()) / sum(saving(base, before).values()),
-                     marker=markers[row["kind"]], color=f"C{row['draw']}", s=50, alpha=0.5 if row["seed"] else 1.0)
+        saved, tuning = _shares(row, reference[row["draw"]], before)
+        axes.scatter(100 * tuning, 100 * saved, marker=markers[row["kind"]], color=f"C{row['draw']}", s=50, alpha=0.5 if row["seed"] else 1.0)
     for kind, marker in markers.items():
         axes.scatter([], [], marker=marker, color="grey", label=kind)
     for draw in sorted(reference):
@@ -275,6 +270,19 @@ def plot(rows: list[dict], path: Path) -> None:
              title="Fleet allocations at a quarter of everything's configs")
     axes.legend(fontsize=8, loc="lower right")
     harness.save_figure(figure, path)
+
+
+def _recorded(rows: list[dict]) -> dict[str, dict]:
+    """The recording run's row per program: its jax.jit time, the accounting's reference."""
+    return next(row for row in rows if row["kind"] == "record")["before"]
+
+
+def _shares(row: dict, base: dict, before: dict[str, dict]) -> tuple[float, float]:
+    """`row`'s saving a day and tuning time as shares of `base`'s, an `everything` run (the
+    saving's share nan where `base` saves nothing)."""
+    base_saving = sum(saving(base, before).values())
+    return (sum(saving(row, before).values()) / base_saving if base_saving > 0 else math.nan,
+            row["tuned"]["tuning_s"] / base["tuned"]["tuning_s"])
 
 
 def _spread(values: list[float]) -> str:

@@ -112,7 +112,7 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
 
     arguments = dict(space="all", budget=16, batch=6, db_path=tmp_path / "db.sqlite", progress=False,
                      settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
-    result = tune("zoo:transformer@tiny", **arguments)
+    result = tune("zoo:mlp@tiny", **arguments)
     assert result.strategy == "evolutionary+tile+fusion" and result.measurements >= 16
     with TuningDatabase(tmp_path / "db.sqlite") as db:
         records = db.records(result.fingerprint)
@@ -125,7 +125,7 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
     assert all(r.kernel_costs for r in tiles)
     flags = {(r.config.flags, r.config.layout) for r in records if r.config.kernels.is_default}
     assert {(r.config.flags, r.config.layout) for r in fusions} <= flags
-    again = tune("zoo:transformer@tiny", **arguments)
+    again = tune("zoo:mlp@tiny", **arguments)
     assert again.measurements == 0 and again.best_config == result.best_config
 
 

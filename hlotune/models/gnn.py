@@ -299,7 +299,9 @@ class GraphCostModel(nn.Module):
     def load(
         cls, model_dir: str | os.PathLike[str], device: torch.device | str = "cpu"
     ) -> GraphCostModel:
-        """Rebuild a saved model; HlotuneError for a missing, corrupt or inconsistent folder."""
+        """Rebuild a saved model, in eval mode (scoring is what loading is for, and switching
+        modes per call walks every submodule); HlotuneError for a missing, corrupt or
+        inconsistent folder."""
         raw_config, tensors = read_model_files(model_dir)
         try:
             config = ModelSettings.from_dict(raw_config)
@@ -310,7 +312,7 @@ class GraphCostModel(nn.Module):
         if problem:
             raise HlotuneError(f"{Path(model_dir) / WEIGHTS_FILE}: {problem}")
         model.load_state_dict(tensors)
-        return model.to(device)
+        return model.to(device).eval()
 
 
 def distinct_site_layouts(configs: Tensor) -> tuple[Tensor, Tensor, Tensor]:

@@ -65,15 +65,16 @@ def draw_rates(names: list[str], draw: int) -> dict[str, float]:
 def fleet_database(folder: Path, label: str, rates: dict[str, float], before: dict[str, dict]) -> str:
     """A new copy of the recorded fleet for one run (an allocation, draw and seed: no run may
     resume another's measurements), its calls those of the draw (simulated rates over one day,
-    at the measured jax.jit time a call)."""
+    at the measured jax.jit time a call); a copy that exists gains the programs it lacks."""
     from hlotune.tuning.storage import CallCount, TuningDatabase
 
     location = str(folder / f"{label}.sqlite")
-    if Path(location).exists():  # a run stopped while tuning: its copy, not its calls, again
-        return location
     recorded = TuningDatabase(str(folder / "recorded.sqlite"))
     with recorded, TuningDatabase(location) as db:
+        copied = {r.name for r in db.recordings()}  # a stopped or grown run: the programs it lacks
         for name, run in before.items():
+            if name in copied:
+                continue
             recording = next(r for r in recorded.recordings() if r.program == run["fingerprint"])
             db.record_program(recording.program, name, recording.shapes,
                               recorded.exported(recording.program), recording.reason)
@@ -82,14 +83,16 @@ def fleet_database(folder: Path, label: str, rates: dict[str, float], before: di
     return location
 
 
-def tune(location: str, allocation: str, budget: int, each: int, seed: int) -> dict:
-    """`allocation` (`each`: everything's budget a program) within `budget` measured configs."""
+def tune(location: str, allocation: str, budget: int, each: int, seed: int, only: set[str] | None = None) -> dict:
+    """`allocation` (`each`: everything's budget a program) within `budget` measured configs;
+    `everything` over the programs named `only` where given (those a grown fleet added)."""
     from hlotune.fleet.allocation import FULL, PROBE, by_time, halving, model_guided
     from hlotune.fleet.tune import fleet_tune
 
     def everything(programs, spend):
         for program in programs:
-            spend(program, each)
+            if only is None or program.name in only:
+                spend(program, each)
 
     def probe(programs, spend):
         rung = [spend(program, PROBE) for program in programs]
@@ -135,6 +138,23 @@ def predicted(row: dict, before: dict[str, dict]) -> float:
                for name, speedup in row["tuned"].get("verified", {}).items() if speedup >= VERIFIED_FLOOR)
 
 
+def grown(row: dict, rates: dict[str, float], before: dict[str, dict], folder: Path, args) -> dict:
+    """An `everything` run (at its draw's `rates`) over the programs its fleet gained since:
+    each tuned at everything's budget in the run's own database, then run again, merged into
+    `row`. A program's tune is its own whatever the others, so the earlier ones stand."""
+    names = [name for name in before if name not in row["after"]]
+    location = fleet_database(folder, f"everything-draw{row['draw']}-seed{row['seed']}", rates, before)
+    each = args.everything_budget
+    tuned = tune(location, "everything", each * len(names), each, row["seed"], only=set(names))
+    merged = {"measured": row["tuned"]["measured"] + tuned["measured"],
+              "tuning_s": row["tuned"]["tuning_s"] + tuned["tuning_s"],
+              "tunes": row["tuned"]["tunes"] + tuned["tunes"],
+              "verified": {**row["tuned"]["verified"], **tuned["verified"]}}
+    kept = {key: value for key, value in row.items() if key != "saving"}
+    return {**kept, "budget": row["budget"] + each * len(names), "rates": rates, "tuned": merged,
+            "after": {**row["after"], **after(names, location, args.rounds)}, "grown_by": names}
+
+
 def reweighted(row: dict, draw: int, rates: dict[str, float]) -> dict:
     """`everything`'s runs of another draw at this draw's rates: each program had its budget
     whatever its rate, so only the weights change."""
@@ -167,35 +187,44 @@ def main() -> None:
     log = harness.RowLog(args.out or Path(tempfile.mkdtemp()) / "fleet.jsonl", lines=True)
     folder = args.folder or Path(tempfile.gettempdir()) / f"hlotune-fleet-bench-{log.path.stem}"
     folder.mkdir(parents=True, exist_ok=True)
-    recorded = next((row for row in log.rows if row["kind"] == "record"), None)
-    if recorded is None or not (folder / "recorded.sqlite").exists():
-        recorded = {"kind": "record", "before": record(args.programs, folder, args.rounds)}
-        log.add(recorded)
-    before, rates = recorded["before"], draw_rates(args.programs, args.draw)
+    before = _recorded(log.rows) if (folder / "recorded.sqlite").exists() else {}
+    if missing := [name for name in args.programs if name not in before]:  # a new or grown fleet
+        log.add({"kind": "record", "before": record(missing, folder, args.rounds)})
+        before = _recorded(log.rows)
+    before, rates = {name: before[name] for name in args.programs}, draw_rates(args.programs, args.draw)
     if args.noise:
         log.add({"kind": "noise", "runs": {name: _in_worker("apply", name, str(folder / "recorded.sqlite"), args.rounds)
                                            for name in args.programs}})
         print(noise(log.rows))
         return
-    kinds = {row["kind"]: row for row in log.rows if row.get("draw") == args.draw and row.get("seed") == args.seed}
     for allocation in args.allocations:
-        if allocation in kinds:
+        runs = {row["kind"]: row for row in log.rows if row.get("draw") == args.draw and row.get("seed") == args.seed}
+        row = runs.get(allocation)
+        if row is not None and set(row["after"]) >= set(before):
             continue
-        other_draw = next((row for row in log.rows if row["kind"] == allocation == "everything"
-                           and row["seed"] == args.seed and "reweighted_from" not in row), None)
-        if other_draw is not None:
-            kinds[allocation] = reweighted(other_draw, args.draw, rates)
-            log.add(kinds[allocation])
+        if row is not None and allocation != "everything":
+            raise SystemExit(f"fleet_bench.py: the {allocation} run of draw {args.draw}, seed {args.seed} covers "
+                             f"{len(row['after'])} of the {len(before)} programs, and only everything's runs "
+                             "grow with the fleet: write to a new --out")
+        base = next((r for r in log.rows if r["kind"] == "everything" and r["seed"] == args.seed
+                     and "reweighted_from" not in r), None)
+        if base is not None and not set(base["after"]) >= set(before):
+            grew = grown(base, draw_rates(args.programs, base["draw"]), before, folder, args)
+            log.replace(base, grew)
+            base = grew
+        if allocation == "everything" and base is not None:
+            if row is not None and "reweighted_from" in row:  # weighted before the run grew
+                log.rows.remove(row)
+            if base["draw"] != args.draw:
+                log.add(reweighted(base, args.draw, rates))
             continue
-        measured = [row["tuned"]["measured"] for row in log.rows if row["kind"] == "everything"]  # any draw, seed
-        budget = (args.everything_budget * len(args.programs) if allocation == "everything"
+        measured = [r["tuned"]["measured"] for r in log.rows if r["kind"] == "everything"]  # any draw, seed
+        budget = (args.everything_budget * len(before) if allocation == "everything"
                   else round(QUARTER * measured[0]))
         location = fleet_database(folder, f"{allocation}-draw{args.draw}-seed{args.seed}", rates, before)
         tuned = tune(location, allocation, budget, args.everything_budget, args.seed)
-        runs = after(args.programs, location, args.rounds)
-        kinds[allocation] = {"kind": allocation, "draw": args.draw, "seed": args.seed, "budget": budget,
-                             "rates": rates, "tuned": tuned, "after": runs}
-        log.add(kinds[allocation])
+        log.add({"kind": allocation, "draw": args.draw, "seed": args.seed, "budget": budget,
+                 "rates": rates, "tuned": tuned, "after": after(list(before), location, args.rounds)})
     print(report(log.rows) + "\n\n" + summary(log.rows))
     print(f"\n{os.cpu_count()} cores; draw {args.draw}, seed {args.seed}, {args.rounds} rounds a run.")
 
@@ -273,8 +302,9 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def _recorded(rows: list[dict]) -> dict[str, dict]:
-    """The recording run's row per program: its jax.jit time, the accounting's reference."""
-    return next(row for row in rows if row["kind"] == "record")["before"]
+    """The recording's row per program (a grown fleet's records are its rows together): its
+    jax.jit time, the accounting's reference."""
+    return {name: run for row in rows if row["kind"] == "record" for name, run in row["before"].items()}
 
 
 def _shares(row: dict, base: dict, before: dict[str, dict]) -> tuple[float, float]:

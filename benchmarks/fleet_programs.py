@@ -13,6 +13,7 @@ linear algebra (LAPACK-backed) and signal processing.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -353,6 +354,57 @@ def spectrogram():
     return stft, (jax.random.normal(_key(22), (16, 16384)),)
 
 
+# Written with maintained libraries (the fleet grew from 20 by these two, placed last so that
+# each earlier program keeps its call rate in every draw)
+
+
+def diffrax_lorenz():
+    """diffrax: 512 Lorenz systems to t=2 by Tsit5 with adaptive (PID) steps, vmapped.
+
+    With EQX_ON_ERROR=nan, as `hlotune fleet status` advises for it: equinox's runtime checks are
+    host callbacks, which jax.export cannot serialise, so hlotune.jit could not record it."""
+    os.environ.setdefault("EQX_ON_ERROR", "nan")  # read when equinox is first imported
+    import diffrax
+
+    def field(t, y, sigma):
+        return jnp.stack([sigma * (y[1] - y[0]), y[0] * (28.0 - y[2]) - y[1], y[0] * y[1] - 8 / 3 * y[2]])
+
+    def solve_one(y0, sigma):
+        solution = diffrax.diffeqsolve(
+            diffrax.ODETerm(field), diffrax.Tsit5(), t0=0.0, t1=2.0, dt0=0.01, y0=y0, args=sigma,
+            stepsize_controller=diffrax.PIDController(rtol=1e-5, atol=1e-7), max_steps=4096,
+            saveat=diffrax.SaveAt(ts=jnp.linspace(0.0, 2.0, 16)))
+        return solution.ys
+
+    y0 = jnp.array([1.0, 1.0, 20.0]) + jax.random.normal(_key(26), (512, 3))
+    return jax.vmap(solve_one), (y0, 10.0 + jax.random.uniform(_key(27), (512,)))
+
+
+def blackjax_hmc():
+    """blackjax: 8 HMC transitions (16 leapfrog steps each) of 8 chains on a Bayesian logistic
+    regression posterior, vmapped over the chains."""
+    import blackjax
+
+    x = jax.random.normal(_key(28), (2048, 32))
+    y = (x @ jnp.linspace(-1, 1, 32) > 0).astype(jnp.float32)
+
+    def log_density(w):
+        logits = x @ w
+        return jnp.sum(y * logits - jax.nn.softplus(logits)) - 0.5 * jnp.sum(w * w)
+
+    kernel = blackjax.hmc(log_density, step_size=1e-3, inverse_mass_matrix=jnp.ones(32), num_integration_steps=16)
+
+    def chain(position, key):
+        def transition(state, key):
+            return kernel.step(key, state)[0], None
+
+        state = kernel.init(position)
+        return jax.lax.scan(transition, state, jax.random.split(key, 8))[0].position
+
+    keys = jax.random.split(_key(29), 8)
+    return jax.vmap(chain), (jax.random.normal(_key(30), (8, 32)), jax.random.key_data(keys))
+
+
 PROGRAMS = [FleetProgram(fn.__name__, family, fn) for family, fns in (
     ("stencil", (euler2d, tv3d, jacobi2d, wave2d, heat3d)),
     ("clustering", (kmeans, gmm_em)),
@@ -361,6 +413,8 @@ PROGRAMS = [FleetProgram(fn.__name__, family, fn) for family, fns in (
     ("sampler", (hmc_logistic, langevin_gmm)),
     ("linalg", (batched_solve, gp_likelihood)),
     ("signal", (fft_convolve, spectrogram)),
+    ("solver", (diffrax_lorenz,)),
+    ("sampler", (blackjax_hmc,)),
 ) for fn in fns]
 BY_NAME = {program.name: program for program in PROGRAMS}
 

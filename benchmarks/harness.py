@@ -87,6 +87,11 @@ class RowLog:
         self.rows += rows
         write_rows(self.path, self.rows, self.lines)
 
+    def replace(self, old: dict, new: dict) -> None:
+        """`new` in `old`'s place: a run that grew (a fleet given more programs)."""
+        self.rows[self.rows.index(old)] = new
+        write_rows(self.path, self.rows, self.lines)
+
     def done(self, key: str) -> set:
         """The values of `key` over the rows so far: what a resumed run skips."""
         return {row[key] for row in self.rows}

@@ -22,6 +22,16 @@ BLOCK_S = 0.05
 
 def verify_decision(location: str, program: Recording, rounds: int = 10) -> Verification | None:
     """Time the program's decision beside jax.jit and store it; None where no config was kept."""
+    verification = time_decision(location, program, rounds)
+    if verification is not None:
+        with TuningDatabase(location) as db:
+            db.verify(program.program, verification)
+    return verification
+
+
+def time_decision(location: str, program: Recording, rounds: int = 10) -> Verification | None:
+    """The program's decision timed beside jax.jit in this process, not stored; None where no
+    config was kept."""
     import jax
 
     from hlotune.programs import load_program
@@ -36,8 +46,5 @@ def verify_decision(location: str, program: Recording, rounds: int = 10) -> Veri
     tuned, plain = compile_config(loaded, decision.chosen), jax.jit(loaded.fn)
     times = interleaved_call_times({"jit": lambda: plain(*loaded.args), "tuned": lambda: tuned(*loaded.args)},
                                    rounds=rounds, block_s=BLOCK_S)
-    verification = Verification(decision.chosen.key, float(np.median(times["jit"]) * 1e9),
-                                float(np.median(times["tuned"]) * 1e9), rounds, time.time())
-    with TuningDatabase(location) as db:
-        db.verify(program.program, verification)
-    return verification
+    return Verification(decision.chosen.key, float(np.median(times["jit"]) * 1e9),
+                        float(np.median(times["tuned"]) * 1e9), rounds, time.time())

@@ -22,7 +22,7 @@ from hlotune.tuning.call_timing import interleaved_call_times
 from hlotune.tuning.compiled import compile_config as compile_program
 from hlotune.tuning.storage import Decision, TuningDatabase
 
-CHEAP = MeasureSettings(rounds=2, repeats=1)
+CHEAP = MeasureSettings(rounds=2, repeats=1, default_replicas=1)
 CHOSEN = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}),
                        LayoutConfig.from_dict({"p1": [0, 1]}))
 FLAGS = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))

@@ -22,7 +22,7 @@ from hlotune.tuning.fingerprint import program_fingerprint
 
 DEV = 'pip install -c constraints.txt -e ".[dev]"'
 TINY = {"budget": 2, "batch": 2, "strategy": "random", "warm_start": 0,
-        "settings": MeasureSettings(rounds=2, repeats=1), "progress": False}
+        "settings": MeasureSettings(rounds=2, repeats=1, default_replicas=1), "progress": False}
 
 
 def optax_adam_step():

@@ -21,7 +21,7 @@ PROGRAM = "zoo:transformer@tiny"  # XLA makes kernels it can split or merge
 def test_a_measured_batch_moves_the_fusion_head_and_reports_speedups():
     policy, _ = GOPolicy.load(PRETRAINED_DIR)
     before = {name: tensor.clone() for name, tensor in policy.state_dict().items()}
-    settings = FineTuneSettings(rounds=1, samples=4, measure=MeasureSettings(rounds=2, repeats=2))
+    settings = FineTuneSettings(rounds=1, samples=4, measure=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     (step,) = fine_tune(policy, [FusionProblem.load(PROGRAM)], settings)
     assert step.program == PROGRAM and 1 <= step.measured <= 4 and 0 <= step.failed <= step.measured
     assert step.best_speedup >= step.mean_speedup > 0 and step.noise >= 0

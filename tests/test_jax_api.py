@@ -20,7 +20,7 @@ from hlotune.tuning.storage import Decision, TuningDatabase
 
 FLAGS = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
 TINY = {"budget": 2, "batch": 2, "strategy": "random", "warm_start": 0,
-        "settings": MeasureSettings(rounds=2, repeats=1), "progress": False}
+        "settings": MeasureSettings(rounds=2, repeats=1, default_replicas=1), "progress": False}
 
 
 def noisy(key, x):

@@ -37,7 +37,7 @@ from hlotune.tuning.strategies.registry import make_strategy
 from hlotune.tuning.tuner import tune
 
 MLP = "zoo:mlp@tiny"
-CHEAP = MeasureSettings(rounds=2, repeats=1)
+CHEAP = MeasureSettings(rounds=2, repeats=1, default_replicas=1)
 # Synthetic log speedups (programs x configs), not measurements: c0 helps programs 0-1 most,
 # c1 nearly as much and a little on 2, c2 helps 2-3, c3 hurts everywhere and failed on 3.
 SYNTHETIC = np.array([[0.5, 0.4, 0.0, -0.2],

@@ -19,7 +19,7 @@ from hlotune.tuning.storage import TuningDatabase
 from hlotune.tuning.tuner import tune
 
 pytestmark = pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")  # Ray forks to exec
-CHEAP = dict(strategy="random", settings=MeasureSettings(rounds=2, repeats=1), progress=False)
+CHEAP = dict(strategy="random", settings=MeasureSettings(rounds=2, repeats=1, default_replicas=1), progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -135,7 +135,7 @@ def test_without_kernel_stages_all_searches_flags_and_layouts_alone(tmp_path):
     from hlotune.tuning.tuner import tune
 
     result = tune("zoo:mlp@tiny", space="all", budget=8, batch=4, kernel_stages=False, progress=False,
-                  db_path=tmp_path / "db.sqlite", settings=MeasureSettings(rounds=2, repeats=2))
+                  db_path=tmp_path / "db.sqlite", settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     assert result.strategy == "evolutionary"
     with TuningDatabase(tmp_path / "db.sqlite") as db:
         assert all(r.config.kernels.is_default for r in db.records(result.fingerprint))

@@ -21,7 +21,8 @@ applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--ou
 recordings, tunes, after-runs), so a stopped run resumes where it stopped (the databases stay in
 --folder). One recording serves every draw and seed; `everything` gives each program its budget
 whatever the rates, so a further draw of the same seed re-weights its runs rather than tuning
-again. What `fleet report` predicts, the verified speedups (tuning/verify.py) at the draw's rates, is
+again, and a fleet that grows (programs added to fleet_programs.py, last) records and tunes only
+the new programs there; every other allocation must run afresh on the grown fleet. What `fleet report` predicts, the verified speedups (tuning/verify.py) at the draw's rates, is
 set beside what the after-runs measured.
 
     python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0
@@ -125,8 +126,21 @@ def saving(row: dict, before: dict[str, dict]) -> dict[str, float]:
     1/delivered), the speedup from its after-run. Not the after-run's own jax.jit time: from one
     process to the next it moves by up to a third (nbody_steps: 33 to 51 ms a call), while the
     ratio, timed interleaved in one process, holds."""
+    applied = _applied(row)
     return {name: row["rates"][name] * before[name]["jit_ms"] / 1e3 * (1 - 1 / run["delivered"])
-            if run["choice"] == "database" else 0.0 for name, run in row["after"].items()}
+            if name in applied else 0.0 for name, run in row["after"].items()}
+
+
+def _applied(row: dict) -> set[str]:
+    """The programs whose after-run applied a decision that today's hlotune.jit applies: one
+    verified at least VERIFIED_FLOOR faster. Runs made before the floor existed (the first 20
+    programs' tune-everything) applied every kept config; read as today's, those below it run
+    jax.jit's executable and save nothing."""
+    from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR
+
+    verified = row["tuned"].get("verified", {})
+    return {name for name, run in row["after"].items()
+            if run["choice"] == "database" and verified.get(name, VERIFIED_FLOOR) >= VERIFIED_FLOOR}
 
 
 def predicted(row: dict, before: dict[str, dict]) -> float:
@@ -180,7 +194,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         rows = harness.read_rows(args.report, lines=True)
-        print(report(rows) + "\n\n" + summary(rows) + "\n\n" + noise(rows))
+        print("\n\n".join((report(rows), summary(rows), versus(rows), noise(rows))))
         if args.plot:
             plot(rows, args.plot)
         return
@@ -240,7 +254,7 @@ def report(rows: list[dict]) -> str:
         total, low, high = _bootstrap(saving(row, before))
         base = reference.get((row["draw"], row["seed"]))
         share = _shares(row, base, before)[0] if base else math.nan
-        slower = [n for n, r in row["after"].items() if r["choice"] == "database" and r["delivered"] < 0.99]
+        slower = [n for n in _applied(row) if row["after"][n]["delivered"] < 0.99]
         cells.append([f"{row['draw']}/{row['seed']}", row["kind"], f"{row['tuned']['tuning_s']:.0f}",
                       str(row["tuned"]["measured"]), f"{total:,.0f} [{low:,.0f}, {high:,.0f}]",
                       "—" if math.isnan(share) else f"{share:.0%}",
@@ -249,6 +263,23 @@ def report(rows: list[dict]) -> str:
     header = ("draw/seed", "allocation", "tuning s", "measured", "saved s/day [95% CI]", "of everything's",
               "predicted ÷ saved", "saved/day ÷ tuning s", "applied below 0.99x")
     return harness.markdown(header, cells, align="llrrrrrrl")
+
+
+def versus(rows: list[dict]) -> str:
+    """The gain model's allocation against the others at equal configs, draw by draw: its saving
+    over theirs, with a paired bootstrap over programs (the goal: 1.25x, interval above 1)."""
+    runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    before = _recorded(rows)
+    cells = []
+    for model in (row for row in runs if row["kind"] == "model"):
+        for other in runs:
+            if other["kind"] in ("model", "everything") or (other["draw"], other["seed"]) != (model["draw"], model["seed"]):
+                continue
+            ratio, low, high = _paired_ratio(saving(model, before), saving(other, before))
+            cells.append([f"{model['draw']}/{model['seed']}", other["kind"], f"{ratio:.2f}x [{low:.2f}, {high:.2f}]",
+                          f"{model['tuned']['tuning_s'] / other['tuned']['tuning_s']:.2f}x"])
+    return harness.markdown(("draw/seed", "against", "model's saving ÷ theirs [95% CI]", "model's tuning time ÷ theirs"),
+                            cells, align="llrr")
 
 
 def noise(rows: list[dict]) -> str:
@@ -321,10 +352,21 @@ def _spread(values: list[float]) -> str:
 
 def _bootstrap(saving: dict[str, float], resamples: int = 2000) -> tuple[float, float, float]:
     values = np.array(list(saving.values()))
-    rng = np.random.default_rng(0)
-    totals = [values[rng.integers(0, len(values), len(values))].sum() for _ in range(resamples)]
+    totals = [values[pick].sum() for pick in _resamples(len(values), resamples)]
     return float(values.sum()), float(np.percentile(totals, 2.5)), float(np.percentile(totals, 97.5))
 
+
+def _paired_ratio(ours: dict[str, float], theirs: dict[str, float], resamples: int = 2000) -> tuple[float, float, float]:
+    """sum(ours) / sum(theirs) over the same programs, and its interval resampling programs."""
+    a, b = np.array([ours[name] for name in theirs]), np.array(list(theirs.values()))
+    ratios = [a[pick].sum() / b[pick].sum() for pick in _resamples(len(a), resamples) if b[pick].sum() > 0]
+    return float(a.sum() / b.sum()), float(np.percentile(ratios, 2.5)), float(np.percentile(ratios, 97.5))
+
+
+def _resamples(count: int, resamples: int) -> list[np.ndarray]:
+    """Bootstrap draws of `count` programs, the same for every statistic (seed 0)."""
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, count, count) for _ in range(resamples)]
 
 if __name__ == "__main__":
     main()

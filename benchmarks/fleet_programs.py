@@ -5,8 +5,10 @@ Each program is a factory returning (function, example arguments); the fleet ben
 function with `hlotune.jit` and `jax.jit` in worker processes. Run as a script, it lists the
 fleet with each program's jax.jit time a call here. Families: stencils written with
 jnp.roll and jnp.diff (the shape of the slow CPU programs users report), clustering, training
-steps (optax, flax), ODE and N-body integration and iterative solvers, MCMC samplers, dense
-linear algebra (LAPACK-backed) and signal processing.
+steps (optax, flax), ODE and N-body integration and iterative solvers (one written with
+diffrax), MCMC samplers (one written with blackjax), dense linear algebra (LAPACK-backed) and
+signal processing. diffrax and blackjax are the benchmark's requirements, not hlotune's:
+`pip install diffrax blackjax` (measured with 0.7.2 and 1.7.1).
 
     python benchmarks/fleet_programs.py
 """

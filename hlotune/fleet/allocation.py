@@ -8,9 +8,11 @@ at a larger budget continues its search.
 - `time` (the default): most recorded time first, each program at FULL until the budget is
   spent; with a budget of FULL per program, this is tuning everything. Fleets' call rates are
   heavy-tailed, so a few programs hold most of the recorded time, and what any other program
-  could save is bounded by its small share. On the fleet benchmark (20 programs, a quarter of
-  tune-everything's configs) it kept 93% of tune-everything's saving at 21% of its tuning time;
-  halving kept 91% at 38% (docs/results/tuning.md).
+  could save is bounded by its small share. On the fleet benchmark (22 programs, three draws,
+  a quarter of tune-everything's configs) it kept 87% (51-98%) of tune-everything's saving at
+  25% of its tuning time; halving 91% (83-100%) at 41% (docs/results/tuning.md). It knows
+  where the stakes are, not where the gain is: a draw whose largest program gains nothing is
+  where it does worst.
 - `halving`: successive halving, with the probe as the first rung. Every program is tuned at
   PROBE configs (the default, configs that won elsewhere, the portfolio's first), most recorded
   time first; then the 1/ETA of them whose probe promises the most saving a day (recorded time

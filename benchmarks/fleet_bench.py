@@ -22,8 +22,9 @@ recordings, tunes, after-runs), so a stopped run resumes where it stopped (the d
 --folder). One recording serves every draw and seed; `everything` gives each program its budget
 whatever the rates, so a further draw of the same seed re-weights its runs rather than tuning
 again, and a fleet that grows (programs added to fleet_programs.py, last) records and tunes only
-the new programs there; every other allocation must run afresh on the grown fleet. What `fleet report` predicts, the verified speedups (tuning/verify.py) at the draw's rates, is
-set beside what the after-runs measured.
+the new programs there; every other allocation must run afresh on the grown fleet. What `fleet
+report` predicts, the verified speedups (tuning/verify.py) at the draw's rates, is set beside
+what the after-runs measured.
 
     python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0
     python benchmarks/fleet_bench.py --out fleet.jsonl --draw 1 --allocations everything halving
@@ -152,13 +153,12 @@ def predicted(row: dict, before: dict[str, dict]) -> float:
                for name, speedup in row["tuned"].get("verified", {}).items() if speedup >= VERIFIED_FLOOR)
 
 
-def grown(row: dict, rates: dict[str, float], before: dict[str, dict], folder: Path, args) -> dict:
+def grown(row: dict, rates: dict[str, float], before: dict[str, dict], folder: Path, each: int, rounds: int) -> dict:
     """An `everything` run (at its draw's `rates`) over the programs its fleet gained since:
     each tuned at everything's budget in the run's own database, then run again, merged into
     `row`. A program's tune is its own whatever the others, so the earlier ones stand."""
     names = [name for name in before if name not in row["after"]]
     location = fleet_database(folder, f"everything-draw{row['draw']}-seed{row['seed']}", rates, before)
-    each = args.everything_budget
     tuned = tune(location, "everything", each * len(names), each, row["seed"], only=set(names))
     merged = {"measured": row["tuned"]["measured"] + tuned["measured"],
               "tuning_s": row["tuned"]["tuning_s"] + tuned["tuning_s"],
@@ -166,7 +166,7 @@ def grown(row: dict, rates: dict[str, float], before: dict[str, dict], folder: P
               "verified": {**row["tuned"]["verified"], **tuned["verified"]}}
     kept = {key: value for key, value in row.items() if key != "saving"}
     return {**kept, "budget": row["budget"] + each * len(names), "rates": rates, "tuned": merged,
-            "after": {**row["after"], **after(names, location, args.rounds)}, "grown_by": names}
+            "after": {**row["after"], **after(names, location, rounds)}, "grown_by": names}
 
 
 def reweighted(row: dict, draw: int, rates: dict[str, float]) -> dict:
@@ -223,7 +223,8 @@ def main() -> None:
         base = next((r for r in log.rows if r["kind"] == "everything" and r["seed"] == args.seed
                      and "reweighted_from" not in r), None)
         if base is not None and not set(base["after"]) >= set(before):
-            grew = grown(base, draw_rates(args.programs, base["draw"]), before, folder, args)
+            grew = grown(base, draw_rates(args.programs, base["draw"]), before, folder, args.everything_budget,
+                         args.rounds)
             log.replace(base, grew)
             base = grew
         if allocation == "everything" and base is not None:

@@ -75,7 +75,7 @@ def agreement(rows: list[dict]) -> str:
         errors = [abs(math.log(v / r["after_run"])) for v, r in zip(values, rows)]
         wrong = [r["program"] for v, r in zip(values, rows) if v >= VERIFIED_FLOOR and r["after_run"] < 0.99]
         cells.append([label, f"{100 * np.median(errors):.1f}%", f"{100 * max(errors):.1f}%", ", ".join(wrong) or "none"])
-    return harness.markdown(("reading", "median |log error|", "largest", "applied, delivered < 0.99x"),
+    return harness.markdown(("reading", "median error (log ratio)", "largest", "applied, delivered < 0.99x"),
                             cells, align="lrrl")
 
 

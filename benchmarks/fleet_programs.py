@@ -15,6 +15,7 @@ signal processing. diffrax and blackjax are the benchmark's requirements, not hl
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,14 @@ class FleetProgram:
 
 def _key(i: int):
     return jax.random.key(i)
+
+
+def _library(name: str):
+    """A library a program is written with, or a one-line exit saying how to install it."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        raise SystemExit(f"fleet_programs.py: the fleet needs {name}: pip install diffrax blackjax") from None
 
 
 # Stencils
@@ -366,7 +375,7 @@ def diffrax_lorenz():
     With EQX_ON_ERROR=nan, as `hlotune fleet status` advises for it: equinox's runtime checks are
     host callbacks, which jax.export cannot serialise, so hlotune.jit could not record it."""
     os.environ.setdefault("EQX_ON_ERROR", "nan")  # read when equinox is first imported
-    import diffrax
+    diffrax = _library("diffrax")
 
     def field(t, y, sigma):
         return jnp.stack([sigma * (y[1] - y[0]), y[0] * (28.0 - y[2]) - y[1], y[0] * y[1] - 8 / 3 * y[2]])
@@ -385,7 +394,7 @@ def diffrax_lorenz():
 def blackjax_hmc():
     """blackjax: 8 HMC transitions (16 leapfrog steps each) of 8 chains on a Bayesian logistic
     regression posterior, vmapped over the chains."""
-    import blackjax
+    blackjax = _library("blackjax")
 
     x = jax.random.normal(_key(28), (2048, 32))
     y = (x @ jnp.linspace(-1, 1, 32) > 0).astype(jnp.float32)

@@ -228,10 +228,12 @@ def main() -> None:
             log.replace(base, grew)
             base = grew
         if allocation == "everything" and base is not None:
-            if row is not None and "reweighted_from" in row:  # weighted before the run grew
-                log.rows.remove(row)
-            if base["draw"] != args.draw:
-                log.add(reweighted(base, args.draw, rates))
+            if base["draw"] != args.draw:  # in place of one weighted before the run grew
+                weighted = reweighted(base, args.draw, rates)
+                if row is None:
+                    log.add(weighted)
+                else:
+                    log.replace(row, weighted)
             continue
         measured = [r["tuned"]["measured"] for r in log.rows if r["kind"] == "everything"]  # any draw, seed
         budget = (args.everything_budget * len(before) if allocation == "everything"
@@ -368,6 +370,7 @@ def _resamples(count: int, resamples: int) -> list[np.ndarray]:
     """Bootstrap draws of `count` programs, the same for every statistic (seed 0)."""
     rng = np.random.default_rng(0)
     return [rng.integers(0, count, count) for _ in range(resamples)]
+
 
 if __name__ == "__main__":
     main()

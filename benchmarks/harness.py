@@ -71,8 +71,12 @@ def write_rows(path: Path, rows: Sequence[dict], lines: bool = False) -> None:
 
 
 def read_rows(path: Path, lines: bool = False) -> list[dict]:
-    text = path.read_text()
-    return [json.loads(line) for line in text.splitlines() if line.strip()] if lines else json.loads(text)
+    """A results file's rows; a missing or corrupt file exits in one line naming it."""
+    try:
+        text = path.read_text()
+        return [json.loads(line) for line in text.splitlines() if line.strip()] if lines else json.loads(text)
+    except (OSError, ValueError) as error:
+        raise SystemExit(f"{path}: not a readable results file ({type(error).__name__}: {error})") from None
 
 
 class RowLog:

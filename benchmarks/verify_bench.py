@@ -100,7 +100,9 @@ def main() -> None:
     if args.results is None:
         parser.error("name a fleet_bench.py results file, or --report")
     runs = harness.read_rows(args.results, lines=True)
-    row = next(r for r in runs if (r["kind"], r.get("draw"), r.get("seed")) == (args.kind, args.draw, args.seed))
+    row = next((r for r in runs if (r["kind"], r.get("draw"), r.get("seed")) == (args.kind, args.draw, args.seed)), None)
+    if row is None:
+        parser.error(f"{args.results} holds no {args.kind} run of draw {args.draw}, seed {args.seed}")
     folder = args.folder or Path(tempfile.gettempdir()) / f"hlotune-fleet-bench-{args.results.stem}"
     location = str(folder / f"{args.kind}-draw{args.draw}-seed{args.seed}.sqlite")
     rows = measure(row, location, args.processes, args.rounds)

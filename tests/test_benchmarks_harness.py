@@ -127,6 +127,18 @@ def test_rows_round_trip(tmp_path, lines):
     assert path.read_text() == expected
 
 
+@pytest.mark.parametrize("text", [None, '{"program": "a"}\n{"program": '])
+def test_a_missing_or_corrupt_results_file_exits_in_one_line(tmp_path, text):
+    path = tmp_path / "rows.jsonl"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(SystemExit) as exit:
+        harness.read_rows(path, lines=True)
+    message = str(exit.value)
+    assert message.startswith(f"{path}: not a readable results file (") and "\n" not in message
+    assert ("FileNotFoundError" if text is None else "JSONDecodeError") in message
+
+
 @pytest.mark.parametrize("lines", [False, True])
 def test_row_log_resumes_after_the_process_dies(tmp_path, lines):
     """Rows a killed process added are there for the next; the resumed run adds after them."""

@@ -113,7 +113,8 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
     arguments = dict(space="all", budget=16, batch=6, db_path=tmp_path / "db.sqlite", progress=False,
                      settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     result = tune("zoo:mlp@tiny", **arguments)
-    assert result.strategy == "evolutionary+tile+fusion" and result.measurements >= 16
+    # a stage that runs dry (the kernels of the best flags offer fewer choices) leaves configs
+    assert result.strategy == "evolutionary+tile+fusion" and 0 < result.measurements <= 16
     with TuningDatabase(tmp_path / "db.sqlite") as db:
         records = db.records(result.fingerprint)
     tiles = [r for r in records if r.config.kernels.partitions and not r.config.kernels.fusion]

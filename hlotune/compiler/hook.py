@@ -11,7 +11,8 @@ fusion spaces, any per-kernel option, measured schedules) stops with a one-line 
 Two caches would let a compile skip the pass: jax's in-memory compilation cache and, where a
 user turned it on, the persistent one. Both key on the module before our pass, so a hooked
 compile could return a plain executable, and a later plain compile a hooked one. The pass runs
-with the persistent cache off and the in-memory caches cleared before and after.
+with the persistent cache off (persistent_cache.py) and the in-memory caches cleared before and
+after.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.persistent_cache import persistent_cache_off
 from hlotune.errors import HlotuneError
 
 PASS_NAME = "hlotune"
@@ -77,7 +79,7 @@ def compile_with_pass(
         return _hlo.hlo_module_from_text(changed).as_serialized_hlo_module_proto()
 
     pipeline_stage = getattr(xla.PipelineStage, stage.upper())
-    with _LOCK, _persistent_cache_off(jax):
+    with _LOCK, persistent_cache_off():
         jax.clear_caches()
         xla.register_hlo_module_transformation(callback, name=PASS_NAME, stage=pipeline_stage,
                                                platforms="cpu")
@@ -132,15 +134,3 @@ def _print_options(hlo: Any) -> Any:
 def module_name(lowered: Any) -> str:
     """The HLO module name XLA gives a lowered program (`jit_<function>`)."""
     return str(lowered.compiler_ir("stablehlo").operation.attributes["sym_name"]).strip('"')
-
-
-class _persistent_cache_off:
-    def __init__(self, jax) -> None:
-        self._config = jax.config
-
-    def __enter__(self) -> None:
-        self._was = self._config.jax_enable_compilation_cache
-        self._config.update("jax_enable_compilation_cache", False)
-
-    def __exit__(self, *exc) -> None:
-        self._config.update("jax_enable_compilation_cache", self._was)

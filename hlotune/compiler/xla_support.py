@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hlotune.compiler.flags import FLAG_OPTIONS, INERT_PASSES, KNOWN_PASSES
+from hlotune.compiler.persistent_cache import persistent_cache_off
 from hlotune.data.schema import DISABLE_PASSES
 
 _LAST = "xla_hlotune_no_such_option"  # an option no XLA has: it ends every checked set
@@ -103,10 +104,12 @@ def _checked(version: str) -> dict[str, str]:
     options = {key(o.name, v): (o.name, v) for o in FLAG_OPTIONS if o.in_release(version) for v in o.values[1:]}
     passes = {key(DISABLE_PASSES, p): p for p in KNOWN_PASSES if p not in INERT_PASSES}
     if any(k not in answers for k in options | passes):
-        lowered = _probe()
-        answers |= {k: _option_rejected(lowered, *nv) for k, nv in options.items() if k not in answers}
-        if any(k not in answers for k in passes):
-            answers |= _passes_missing(lowered, list(passes.values()))
+        with persistent_cache_off():  # a compile served from it runs no option parser and no pass
+            lowered = _probe()
+            unasked = {k: nv for k, nv in options.items() if k not in answers}
+            answers |= {k: _option_rejected(lowered, *nv) for k, nv in unasked.items()}
+            if any(k not in answers for k in passes):
+                answers |= _passes_missing(lowered, list(passes.values()))
         _write(path, cache | {version: answers})
     return {k: answers[k] for k in options | passes if answers[k] is not None}
 
@@ -133,8 +136,8 @@ def _option_rejected(lowered: Any, name: str, value: Any) -> str | None:
 
 
 def _passes_missing(lowered: Any, passes: list[str]) -> dict[str, str | None]:
-    """Which of `passes` XLA:CPU does not run; none where nothing was dumped (a compile served
-    from a cache), since a pass left in costs only a gene that changes nothing."""
+    """Which of `passes` XLA:CPU does not run; none where nothing was dumped (should a cache
+    still serve the compile), since a pass left in costs only a gene that changes nothing."""
     with tempfile.TemporaryDirectory() as folder:
         pattern = "^(" + "|".join(map(re.escape, passes)) + ")$"
         lowered.compile(compiler_options={"xla_dump_to": folder, "xla_dump_hlo_pass_re": pattern})

@@ -70,16 +70,14 @@ def peek(path: PathLike) -> dict[str, ArrayInfo]:
 def read_sample(path: PathLike, *, validate: bool = True) -> GraphSample:
     """Load one file as a GraphSample with canonical dtypes; its name is the file stem.
 
-    Keys, dtype kinds and shapes are always checked (from the headers, before reading data).
-    `validate=False` skips only the value rules (ranges, ordering), which cost a pass over
-    every array.
+    Keys, dtype kinds and shapes are always checked (before any value is looked at; no header
+    may claim more bytes than its member holds). `validate=False` skips only the value rules
+    (ranges, ordering), which cost a pass over every array.
     """
     path = Path(path)
     with _open_archive(path) as archive:
-        members = dict(_members(archive, path))
-        headers = {key: _read_header(archive, member, path) for key, member in members.items()}
-        _raise_if(_problems(headers, path, check_values=False))
-        arrays = {key: _read_array(archive, member, path) for key, member in members.items()}
+        arrays = {key: _read_array(archive, member, path) for key, member in _members(archive, path)}
+    _raise_if(_problems(arrays, path, check_values=False))
     if validate:
         _raise_if(validate_arrays(arrays, path))
     collection = schema.detect_collection(arrays)
@@ -196,23 +194,35 @@ def _reading(
 
 def _read_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> ArrayInfo:
     with _reading(archive, member, path) as stream:
-        version = np.lib.format.read_magic(stream)
-        if version not in _HEADER_READERS:
-            raise ValueError(f"unsupported .npy format version {version}")
-        shape, _, dtype = _HEADER_READERS[version](stream)
-        # A forged header must not make the reader allocate more than the member holds.
-        claimed = math.prod(shape) * dtype.itemsize
-        if claimed > member.file_size:
-            raise ValueError(f"header claims {claimed} bytes, the member holds {member.file_size}")
-    return ArrayInfo(tuple(shape), dtype)
+        return _header(stream, member)[0]
+
+
+def _header(stream: zipfile.ZipExtFile, member: zipfile.ZipInfo) -> tuple[ArrayInfo, bool]:
+    """The header's shape and dtype, and whether the data is in Fortran order."""
+    version = np.lib.format.read_magic(stream)
+    if version not in _HEADER_READERS:
+        raise ValueError(f"unsupported .npy format version {version}")
+    shape, fortran_order, dtype = _HEADER_READERS[version](stream)
+    # A forged header must not make the reader allocate more than the member holds.
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > member.file_size:
+        raise ValueError(f"header claims {claimed} bytes, the member holds {member.file_size}")
+    return ArrayInfo(tuple(shape), dtype), fortran_order
 
 
 def _read_array(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> np.ndarray:
+    """The array of one member, its header parsed once (numpy's reader would parse it again)."""
     with _reading(archive, member, path) as stream:
-        array = np.lib.format.read_array(stream, allow_pickle=False)
+        info, fortran_order = _header(stream, member)
+        if info.dtype.hasobject:
+            raise ValueError("an array of Python objects (pickles are never read)")
+        array = np.empty(info.shape[::-1] if fortran_order else info.shape, info.dtype)
+        raw = array.reshape(-1).view(np.uint8)
+        if stream.readinto(raw) != raw.size:
+            raise ValueError("the member ends inside its array")
         if stream.read(1):  # reading to the end also makes zipfile check the CRC
             raise ValueError("bytes left after the array")
-    return array
+    return array.T if fortran_order else array
 
 
 def _canonical(arrays: Mapping[str, np.ndarray], collection: str | None) -> dict[str, np.ndarray]:

@@ -4,6 +4,7 @@ modules, and none of the directions the architecture forbids (docs/architecture.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 from collections import defaultdict
@@ -40,8 +41,9 @@ def _imports(path: Path) -> set[str]:
     return {name for name in found if name.startswith("hlotune.")}
 
 
+@functools.cache
 def import_graph() -> dict[str, dict[str, list[str]]]:
-    """unit -> imported unit -> the files that import it."""
+    """unit -> imported unit -> the files that import it (parsed once for every test here)."""
     graph: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     for path in sorted(PACKAGE.rglob("*.py")):
         source = _unit(".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts))
@@ -49,7 +51,7 @@ def import_graph() -> dict[str, dict[str, list[str]]]:
             target = _unit(module)
             if target != source:
                 graph[source][target].append(str(path.relative_to(PACKAGE.parent)))
-    return graph
+    return {source: dict(targets) for source, targets in graph.items()}
 
 
 def find_cycle(graph: dict[str, dict[str, list[str]]]) -> list[str] | None:
@@ -82,7 +84,7 @@ def test_no_import_cycles():
 
 @pytest.mark.parametrize("source,target", FORBIDDEN)
 def test_no_forbidden_direction(source, target):
-    files = import_graph()[source].get(target, [])
+    files = import_graph().get(source, {}).get(target, [])
     assert not files, f"{source} must not import {target}: {', '.join(files)}"
 
 

@@ -22,19 +22,19 @@ from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import opcode_id
 from hlotune.programs import load_program
 
-PROGRAM = "zoo:transformer@tiny"
+PROGRAM = "zoo:gnn@tiny"
 
 
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory):
-    """(the written file's path, its summary): 3 drawn configs of the tiny transformer."""
+    """(the written file's path, its summary): 3 drawn configs of the tiny GNN."""
     from hlotune.collect.collector import CollectSettings, collect
 
     out = tmp_path_factory.mktemp("fusion")
     settings = CollectSettings(space="fusion", configs=3, samples=3, batch=4)
     result = collect(PROGRAM, settings, out, progress=False)
     assert collect(PROGRAM, settings, out, progress=False).resumed  # read off its summary
-    return result.path, json.loads((out / "transformer@tiny.json").read_text())
+    return result.path, json.loads((out / "gnn@tiny.json").read_text())
 
 
 def test_the_file_holds_the_fused_graph_and_one_hot_decisions(collected):
@@ -74,7 +74,7 @@ def test_inspect_and_the_dataset_know_the_fusion_collection_and_eval_refuses_it(
     result = cli("inspect", path, "--json")
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["valid"], report["errors"]
-    assert report["collection"] == "fusion" and report["family"] == "transformer"
+    assert report["collection"] == "fusion" and report["family"] == "gnn"
     assert report["configurable_nodes"] == read_sample(path).configs.node_config_ids.shape[0]
     assert ": fusion, valid" in cli("inspect", path).stdout
     assert Dataset(path).collection == "fusion"

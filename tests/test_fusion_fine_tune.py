@@ -15,7 +15,7 @@ from hlotune.opt.policy import GOPolicy
 from hlotune.opt.fusion_fine_tune import FineTuneSettings, fine_tune
 from hlotune.opt.measured_fusion import FusionProblem
 
-PROGRAM = "zoo:transformer@tiny"  # XLA makes kernels it can split or merge
+PROGRAM = "zoo:gnn@tiny"  # XLA makes kernels it can split or merge
 
 
 def test_a_measured_batch_moves_the_fusion_head_and_reports_speedups():

@@ -121,9 +121,11 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
     fusions = [r for r in records if r.config.kernels.fusion]
     assert tiles and fusions  # both kernel stages measured configs
     # each kernel stage stood on one config of the search before it: every config of theirs
-    # keeps its flags and layouts, and the tile stage's were profiled (kernel by kernel)
+    # keeps its flags and layouts, and the tile stage's were profiled (kernel by kernel). Costs
+    # are against the batch's default by kernel name: none in common where the best flags
+    # renamed every kernel the default has (which flags win depends on the noise)
     assert len({(r.config.flags, r.config.layout) for r in tiles}) == 1
-    assert all(r.kernel_costs for r in tiles)
+    assert all(r.kernel_costs is not None for r in tiles if r.ok), [(r.status, r.reason, r.kernel_costs) for r in tiles]
     flags = {(r.config.flags, r.config.layout) for r in records if r.config.kernels.is_default}
     assert {(r.config.flags, r.config.layout) for r in fusions} <= flags
     again = tune("zoo:mlp@tiny", **arguments)

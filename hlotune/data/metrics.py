@@ -83,15 +83,19 @@ def _concordant_minus_discordant(runtimes: np.ndarray, scores: np.ndarray) -> in
 
     Few configs, the common case, compare every pair at once: scipy's kendalltau spends about a
     millisecond a call in argument handling, most of what scoring a test split cost. Many go
-    through scipy's tau-b = (C - D) / sqrt(pairs untied in runtimes * pairs untied in scores),
-    turned back into the integer it was computed from.
+    through scipy's tau-b = (C - D) / `_tau_b_denominator`, turned back into the integer it was
+    computed from.
     """
     if runtimes.size <= _ALL_PAIRS_UP_TO:
         signs = np.sign(np.subtract.outer(runtimes, runtimes)) * np.sign(np.subtract.outer(scores, scores))
         return int(signs.sum()) // 2
+    return round(kendalltau(runtimes, scores).statistic * _tau_b_denominator(runtimes, scores))
+
+
+def _tau_b_denominator(runtimes: np.ndarray, scores: np.ndarray) -> float:
+    """sqrt(pairs untied in runtimes * pairs untied in scores)."""
     pairs = _pairs(runtimes.size)
-    untied = math.sqrt(pairs - _tied_pairs(runtimes)) * math.sqrt(pairs - _tied_pairs(scores))
-    return round(kendalltau(runtimes, scores).statistic * untied)
+    return math.sqrt(pairs - _tied_pairs(runtimes)) * math.sqrt(pairs - _tied_pairs(scores))
 
 
 def top_k_error(runtimes: np.ndarray, scores: np.ndarray, k: int) -> float:
@@ -128,9 +132,7 @@ def kendall_tau(runtimes: np.ndarray, scores: np.ndarray) -> float:
     runtimes, scores = _as_pair(runtimes, scores)
     if np.ptp(runtimes) == 0 or np.ptp(scores) == 0:
         return 0.0
-    pairs = _pairs(runtimes.size)
-    untied = math.sqrt(pairs - _tied_pairs(runtimes)) * math.sqrt(pairs - _tied_pairs(scores))
-    return _concordant_minus_discordant(runtimes, scores) / untied
+    return _concordant_minus_discordant(runtimes, scores) / _tau_b_denominator(runtimes, scores)
 
 
 def opa(runtimes: np.ndarray, scores: np.ndarray) -> float:

@@ -27,11 +27,12 @@ def squashed(x, w):
 
 @pytest.fixture
 def fleet(tmp_path) -> str:
-    """Two programs recorded by hlotune.jit, `rolled` called far more often."""
+    """Two programs recorded by hlotune.jit, `rolled` called far more often: 40 times the calls,
+    so one sampled call of `squashed` slowed down by the other test worker cannot outweigh it."""
     location = str(tmp_path / "fleet.sqlite")
     first, second = hlotune.jit(rolled, db=location), hlotune.jit(squashed, db=location)
     u, x = jnp.ones((128, 128)), jnp.ones((64, 64))
-    for _ in range(40):
+    for _ in range(120):
         jax.block_until_ready(first(u))
     for _ in range(3):
         jax.block_until_ready(second(x, x))

@@ -27,7 +27,8 @@ def export_tpugraphs(dataset: Dataset, out: Path, split: str) -> list[Path]:
     keys = TPUGRAPHS_KEYS[collection]
     written = []
     for path in dataset.paths:
-        missing = [key for key in keys if key not in peek(path)]
+        present = peek(path)
+        missing = [key for key in keys if key not in present]
         if missing:
             raise HlotuneError(f"{path}: no {', '.join(missing)}, which the TpuGraphs files hold")
         with np.load(path, allow_pickle=False) as arrays:

@@ -45,7 +45,6 @@ import re
 import select
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -54,6 +53,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.zygote import ForkedWorker, start_worker
 from hlotune.errors import HlotuneError
 
 OK, FAILED, WRONG_OUTPUT = "ok", "failed", "wrong_output"
@@ -424,7 +424,7 @@ class _Session:
     def __init__(self, program: str, settings: MeasureSettings) -> None:
         self.program, self.settings = program, settings
         self._compiled: dict[str, CompileConfig] = {}
-        self._process: subprocess.Popen | None = None
+        self._process: subprocess.Popen | ForkedWorker | None = None
 
     def __enter__(self) -> _Session:
         self._start()
@@ -485,12 +485,7 @@ class _Session:
 
     def _start(self) -> None:
         self._stderr = tempfile.TemporaryFile()
-        self._process = subprocess.Popen(
-            [sys.executable, "-m", "hlotune.compiler.worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-        )
+        self._process = start_worker(self._stderr)
         self._buffer = b""
         reply = self._request({"op": "load", "program": self.program}, self.settings.compile_timeout_s)
         if not reply["ok"]:

@@ -1,0 +1,70 @@
+"""Measurement workers forked from the zygote: what a cold start gave them, they still get."""
+
+import json
+import subprocess
+import tempfile
+
+import jax
+import pytest
+
+from hlotune.compiler import zygote
+from hlotune.compiler.measure import OK, MeasureSettings, measure
+from hlotune.compiler.config import DEFAULT_CONFIG
+
+PROGRAM = '''
+import os
+import jax.numpy as jnp
+
+def make():
+    size = int(os.environ["ZYGOTE_PROBE_SIZE"])  # set after the zygote started
+    return (lambda x: jnp.tanh(x) * 2), (jnp.ones((size, size)),)
+'''
+
+
+def test_a_forked_worker_starts_in_the_callers_directory_and_environment(tmp_path, monkeypatch):
+    started = zygote._zygote()
+    assert isinstance(started, zygote.Zygote)
+    (tmp_path / "probe.py").write_text(PROGRAM)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ZYGOTE_PROBE_SIZE", "8")
+    result = measure("probe.py:make", [DEFAULT_CONFIG], MeasureSettings(rounds=1, repeats=2))
+    assert result.measurements[0].status == OK
+    assert zygote._zygote() is started  # neither change needed a new zygote
+
+
+def test_exit_codes_reach_the_caller_as_subprocess_gives_them():
+    with tempfile.TemporaryFile() as stderr:
+        worker = zygote.start_worker(stderr)
+        assert isinstance(worker, zygote.ForkedWorker) and worker.poll() is None
+        with pytest.raises(subprocess.TimeoutExpired):
+            worker.wait(timeout=0.05)
+        worker.kill()
+        assert worker.wait() == -9 and worker.poll() == -9
+        worker = zygote.start_worker(stderr)
+        worker.stdin.write(json.dumps({"op": "quit"}).encode() + b"\n")
+        worker.stdin.flush()
+        assert worker.wait(timeout=30) == 0
+
+
+def test_only_a_start_up_variable_starts_a_new_zygote(monkeypatch):
+    first = zygote._zygote()
+    monkeypatch.setenv("HLOTUNE_SOMETHING_ELSE", "1")
+    assert zygote._zygote() is first
+    monkeypatch.setenv("JAX_HLOTUNE_TEST_PROBE", "1")  # jax reads JAX_* at import
+    second = zygote._zygote()
+    assert second is not first and first._process.poll() == 0
+
+
+def test_workers_start_cold_when_forking_is_switched_off(monkeypatch):
+    monkeypatch.setenv(zygote.SWITCH, "0")
+    with tempfile.TemporaryFile() as stderr:
+        worker = zygote.start_worker(stderr)
+        assert isinstance(worker, subprocess.Popen)
+        worker.kill()
+        assert worker.wait() == -9
+
+
+def test_the_zygote_refuses_to_fork_once_an_xla_backend_runs():
+    jax.devices()  # this process has a backend, hence XLA's threads
+    ready = zygote._preload()
+    assert not ready["ok"] and ready["error"] == "importing the worker started an XLA backend"

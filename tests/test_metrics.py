@@ -9,6 +9,7 @@ import pytest
 from hlotune.errors import HlotuneError
 from hlotune.data.metrics import (
     GraphScores,
+    average_ranks,
     eval_indices_for,
     kaggle_tile_score,
     kendall_tau,
@@ -91,6 +92,17 @@ def test_kaggle_tile_score_on_a_real_tile_graph(tpugraphs_dir):
 
 
 # --- Kendall tau -----------------------------------------------------------------------------
+
+
+def test_average_ranks_are_scipys_rankdata():
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        size = int(rng.integers(1, 40))
+        tied = rng.integers(0, int(rng.integers(1, 8)), size).astype(float)  # many ties
+        for values in (tied, rng.normal(size=size), list(tied)):
+            assert np.array_equal(average_ranks(values), rankdata(values))
 
 
 def test_kendall_tau_perfect_and_reversed():

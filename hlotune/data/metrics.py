@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy.stats import kendalltau
 
 from hlotune.data.sample import GraphSample, TileConfigArrays
 from hlotune.errors import HlotuneError
@@ -89,7 +88,17 @@ def _concordant_minus_discordant(runtimes: np.ndarray, scores: np.ndarray) -> in
     if runtimes.size <= _ALL_PAIRS_UP_TO:
         signs = np.sign(np.subtract.outer(runtimes, runtimes)) * np.sign(np.subtract.outer(scores, scores))
         return int(signs.sum()) // 2
+    from scipy.stats import kendalltau  # scipy.stats takes a second to import: not for few configs
+
     return round(kendalltau(runtimes, scores).statistic * _tau_b_denominator(runtimes, scores))
+
+
+def average_ranks(values: Sequence[float] | np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given the mean of the ranks they span (scipy's `rankdata`), without
+    importing scipy.stats, which takes longer than a tune's start-up has to spare."""
+    _, inverse, counts = np.unique(np.asarray(values), return_inverse=True, return_counts=True)
+    last = np.cumsum(counts)
+    return ((last - counts + 1 + last) / 2)[inverse.reshape(-1)]
 
 
 def _tau_b_denominator(runtimes: np.ndarray, scores: np.ndarray) -> float:

@@ -7,10 +7,6 @@ import io
 from dataclasses import astuple, dataclass, fields
 from pathlib import Path
 
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
-
 from hlotune.atomic import write_bytes_atomic
 
 
@@ -35,7 +31,12 @@ def write_csv(path: Path, history: list[EpochLog]) -> None:
 
 def plot_curves(path: Path, history: list[EpochLog]) -> None:
     """Training loss on the left, validation tau and OPA on the right (Agg: no display needed,
-    and no pyplot global state touched)."""
+    and no pyplot global state touched). matplotlib is imported here: whatever reads a run's
+    log (checkpoints, the trainer's import) should not wait for it."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
     figure = Figure(figsize=(10, 4), layout="constrained")
     loss_axes, valid_axes = figure.subplots(1, 2)
     epochs = [row.epoch for row in history]

@@ -16,10 +16,9 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.data.metrics import kendall_tau
+from hlotune.data.metrics import average_ranks, kendall_tau
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.strategies.base import Trial
 
@@ -121,10 +120,10 @@ class OnlineCostModel(CostModel):
         own = self.learned.predict(configs)
         if self.optimism:
             own = own - self.optimism * self.learned.spread(configs)
-        own = rankdata(own)
+        own = average_ranks(own)
         if self.prior is None:
             return own
-        return self.prior_weight * rankdata(self.prior.predict(configs)) + (1 - self.prior_weight) * own
+        return self.prior_weight * average_ranks(self.prior.predict(configs)) + (1 - self.prior_weight) * own
 
     def update(self, trials: Sequence[Trial], default_ns: float) -> None:
         """Refit on every healthy trial and re-weigh the prior (which is fine-tuned separately,
@@ -141,7 +140,7 @@ class OnlineCostModel(CostModel):
         if len(configs) < AGREEMENT_TRIALS:
             return by_count
         # the prior's ranks: it scores a config it cannot build inf, and the metric takes finite values
-        prior = max(kendall_tau(rankdata(self.prior.predict(configs)), costs), 0.0)
+        prior = max(kendall_tau(average_ranks(self.prior.predict(configs)), costs), 0.0)
         own = max(kendall_tau(_leave_one_out(configs, costs, self.learned.penalty), costs), 0.0)
         return min(by_count, prior / (prior + own)) if prior + own > 0 else by_count
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from hlotune.compiler.config import CompileConfig
+from hlotune.data.metrics import average_ranks
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.strategies.base import Trial
 
@@ -20,7 +20,7 @@ class RankSum(CostModel):
         self.models = list(models)
 
     def predict(self, configs: Sequence[CompileConfig]) -> np.ndarray:
-        return np.sum([rankdata(model.predict(configs)) for model in self.models], axis=0)
+        return np.sum([average_ranks(model.predict(configs)) for model in self.models], axis=0)
 
     def update(self, trials: Sequence[Trial], default_ns: float) -> None:
         for model in self.models:

@@ -16,11 +16,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import rankdata
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.encode import ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
+from hlotune.data.metrics import average_ranks
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.tuning.models.base import CostModel
@@ -59,7 +59,7 @@ class ScorerCostModel(CostModel):
         ]
         if len(scores) == 1:
             return np.asarray(scores[0], dtype=np.float64)
-        return np.sum([rankdata(s) for s in scores], axis=0)
+        return np.sum([average_ranks(s) for s in scores], axis=0)
 
     def update(self, trials: Sequence[Trial], default_ns: float) -> None:
         from hlotune.evaluation.scorers import ModelScorer

@@ -69,9 +69,9 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from statistics import geometric_mean
 
 import numpy as np
-from scipy.stats import gmean
 
 import harness
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
@@ -493,10 +493,10 @@ def markdown(rows: list[dict]) -> str:
     for space, budget in sorted({(r["space"], _budget(r)) for r in rows}):
         mine = [r for r in rows if r["space"] == space and _budget(r) == budget]
         programs = sorted({r["program"] for r in mine})
-        oracle = gmean([next(r["oracle_speedup"] for r in mine if r["program"] == p) for p in programs])
+        oracle = geometric_mean([next(r["oracle_speedup"] for r in mine if r["program"] == p) for p in programs])
         base = "random" if any(r["strategy"] == "random" for r in mine) else mine[0]["strategy"]
-        base_found = gmean([_found(r) for r in mine if r["strategy"] == base])
-        base_kept = gmean([_kept(r) for r in mine if r["strategy"] == base])
+        base_found = geometric_mean([_found(r) for r in mine if r["strategy"] == base])
+        base_kept = geometric_mean([_kept(r) for r in mine if r["strategy"] == base])
         header = ["strategy", f"configs to within {WITHIN:.0%} of the oracle (median)",
                   f"share of the oracle's gain at {' / '.join(map(str, BUDGETS))} (median)",
                   f"found at {budget}, geomean (x {base}'s)", f"kept at {budget}, geomean (x {base}'s)",
@@ -506,7 +506,7 @@ def markdown(rows: list[dict]) -> str:
             runs = [r for r in mine if r["strategy"] == strategy]
             reach = np.median([r["configs_to_within"] or r["evaluated"] + 1 for r in runs])
             shares = " / ".join(f"{np.median([r[f'share_at_{b}'] for r in runs]):.2f}" for b in BUDGETS)
-            found, kept = gmean([_found(r) for r in runs]), gmean([_kept(r) for r in runs])
+            found, kept = geometric_mean([_found(r) for r in runs]), geometric_mean([_kept(r) for r in runs])
             cells.append([strategy, f"{reach:.1f}", shares, f"{found:.3f}x ({found / base_found:.3f})",
                           f"{kept:.3f}x ({kept / base_kept:.3f})", f"{sum(_kept(r) < 1 for r in runs)} of {len(runs)}"])
         tables.append(f"\n{space}, budget {budget}: {len(programs)} programs, oracle geomean {oracle:.3f}x\n"
@@ -559,9 +559,9 @@ def strategy_stats(runs: list[dict], strategy: str) -> dict:
     dropped = [r["dropped"] for r in mine if r.get("dropped")]
     measured = [d["verified"] for d in dropped if "verified" in d]
     recorded = any("dropped" in r for r in mine)
-    return {"runs": len(mine), "kept": float(gmean([_kept(r) for r in mine])),
-            "verified": float(gmean([_verified_or_1(r) for r in mine])),
-            "found": float(gmean([_found(r) for r in mine])),
+    return {"runs": len(mine), "kept": float(geometric_mean([_kept(r) for r in mine])),
+            "verified": float(geometric_mean([_verified_or_1(r) for r in mine])),
+            "found": float(geometric_mean([_found(r) for r in mine])),
             "share_kept": _median_log_share(mine, _kept), "share_verified": _median_log_share(mine, _verified_or_1),
             "kept_configs": len(kept_configs),
             "slower": sum(r["verified"] is not None and r["verified"] < SLOWER for r in kept_configs),
@@ -677,8 +677,8 @@ def curse(rows: list[dict]) -> str:
     cells = []
     for strategy in _strategies(verified):
         runs = [r for r in verified if r["strategy"] == strategy]
-        found = gmean([r["history"][-1] for r in runs])
-        reported, again = gmean([r["reported"] for r in runs]), gmean([r["verified"] for r in runs])
+        found = geometric_mean([r["history"][-1] for r in runs])
+        reported, again = geometric_mean([r["reported"] for r in runs]), geometric_mean([r["verified"] for r in runs])
         cells.append([strategy, str(len(runs)), f"{found:.3f}x", f"{reported:.3f}x", f"{again:.3f}x",
                       f"{found / again:.3f}", f"{reported / again:.3f}"])
     header = ["strategy", "runs that kept a config", "found, geomean", "reported (kept), geomean",
@@ -697,7 +697,7 @@ def dropped_leaders(rows: list[dict]) -> str:
         measured = [d for d in dropped if d.get("verified") is not None]
         if not measured:
             continue
-        found, again = gmean([d["found"] for d in measured]), gmean([d["verified"] for d in measured])
+        found, again = geometric_mean([d["found"] for d in measured]), geometric_mean([d["verified"] for d in measured])
         # a share of a found gain under LUCK_FLOOR is a ratio of two noises: not shown
         luck = f"{1 - math.log(again) / math.log(found):.2f}" if found > LUCK_FLOOR else "-"
         cells.append([strategy, str(len(measured)), f"{found:.3f}x", f"{again:.3f}x",

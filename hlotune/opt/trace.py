@@ -16,15 +16,16 @@ import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
-
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from hlotune.atomic import write_bytes_atomic
 from hlotune.hlo.opcodes import OPCODE_NAMES
 from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel
 from hlotune.opt.simulator import SimResult
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DEVICES_PID, LINKS_PID = 1, 2
 SIMULATED = "SIMULATED (hlotune.opt.simulator on a modelled machine; not a measurement)"
@@ -122,7 +123,10 @@ def chrome_trace(slices: list[Slice], num_devices: int, about: dict) -> dict:
 
 
 def gantt(slices: list[Slice], num_devices: int, title: str) -> Figure:
-    """One row per device, then per link that carried a tensor; time in microseconds."""
+    """One row per device, then per link that carried a tensor; time in microseconds
+    (matplotlib, imported here: a trace alone does not wait for it)."""
+    from matplotlib.figure import Figure
+
     used = {(s.pid, s.tid) for s in slices}
     rows = [(pid, tid, name) for pid, tid, name in _tracks(num_devices)
             if pid == DEVICES_PID or (pid, tid) in used]
@@ -158,6 +162,8 @@ def write_schedule(
         what = ", ".join(f"{k} {v}" for k, v in about.items())
         title = (f"SIMULATED schedule: {what}, step {result.step_time_s * 1e3:.4g} ms\n"
                  "hlotune.opt.simulator on a modelled machine; not a measurement")
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+
         buffer = io.BytesIO()
         FigureCanvasAgg(gantt(slices, devices.num_devices, title)).print_png(buffer)
         write_bytes_atomic(plot, buffer.getvalue())

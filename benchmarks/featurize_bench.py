@@ -119,7 +119,7 @@ def _composed_runs(sizes: list[int], args: argparse.Namespace) -> list[Result]:
 def _write_composed(folder: Path, sizes: list[int]) -> None:
     from hlotune.hlo.compose import compose_modules, zoo_protos
 
-    protos = zoo_protos()
+    protos = list(zoo_protos())
     for size in sizes:
         _composed_path(folder, size).write_bytes(compose_modules(protos, size))
 

@@ -39,7 +39,7 @@ class Row:
 
 def main(argv: list[str] | None = None) -> None:
     args = _parser().parse_args(argv)
-    protos = zoo_protos(optimized=args.optimized)
+    protos = list(zoo_protos(optimized=args.optimized))
     devices = DeviceModel.uniform(args.devices)
     rows = []
     for size in args.nodes:

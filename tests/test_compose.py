@@ -19,7 +19,7 @@ TARGET = 5000
 
 @pytest.fixture(scope="module")
 def protos() -> list[bytes]:
-    return zoo_protos(TINY)
+    return list(zoo_protos(TINY))
 
 
 @pytest.fixture(scope="module")
@@ -80,6 +80,22 @@ def test_small_target_gives_the_first_module(protos):
     graph = graph_from_proto(compose_modules(protos, 1, name="one"))
     assert graph.name == "one"
     assert graph.computations == graph_from_proto(protos[0]).computations
+
+
+def test_modules_are_read_only_as_far_as_the_target_needs(protos):
+    """zoo_protos lowers each program as it is read: a small composition lowers one."""
+    read = []
+
+    def reading():
+        for index, proto in enumerate(protos):
+            read.append(index)
+            yield proto
+
+    compose_modules(reading(), 1)
+    assert read == [0]
+    read.clear()
+    assert compose_modules(reading(), TARGET) == compose_modules(protos, TARGET)
+    assert read == [0, 1, 2]
 
 
 def test_no_modules_is_an_error():

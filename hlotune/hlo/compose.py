@@ -13,7 +13,8 @@ an instruction or computation is copied as it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from hlotune.errors import HlotuneError
@@ -58,35 +59,40 @@ class _Module:
     id_span: int  # computation ids (and instruction-id high parts) one copy takes up
 
 
-def compose_modules(protos: Sequence[bytes], target_nodes: int, name: str = "composed") -> bytes:
+def compose_modules(protos: Iterable[bytes], target_nodes: int, name: str = "composed") -> bytes:
     """A serialized HloModuleProto of copies of `protos` (round robin) with at least
-    `target_nodes` instructions, stopping at the first copy that reaches it.
+    `target_nodes` instructions, stopping at the first copy that reaches it. `protos` is read
+    only as far as the target needs: from `zoo_protos`, a target the first module fills lowers
+    no other program.
 
     The entry computation is the first module's. Its schedule is dropped: it would cover copy 0
     only. Later copies get computation ids past every earlier copy's, instruction ids with the
     matching high part, and names suffixed `.copyK`.
     """
-    if not protos:
+    modules = map(_template, protos)
+    first = next(modules, None)
+    if first is None:
         raise HlotuneError("compose_modules needs at least one HloModuleProto")
-    modules = [_template(proto) for proto in protos]
-    first = modules[0]
     parts = [wire.field_bytes(_MODULE_NAME, name.encode()), first.rest]
     parts += [wire.field_bytes(_COMPUTATIONS, comp) for comp in first.stored]
     count, shift, copy = first.num_instructions, first.id_span, 1
+    later = itertools.cycle(itertools.chain(modules, [first]))  # copy k is module k mod n
     while count < target_nodes:
-        module = modules[copy % len(modules)]
+        module = next(later)
         parts += _copy(module, shift, f".copy{copy}".encode())
         count, shift, copy = count + module.num_instructions, shift + module.id_span, copy + 1
     return b"".join(parts)
 
 
-def zoo_protos(specs: Sequence[str] = ZOO_SPECS, *, optimized: bool = True) -> list[bytes]:
-    """The HloModuleProtos of zoo programs (real architectures) to compose from."""
+def zoo_protos(specs: Sequence[str] = ZOO_SPECS, *, optimized: bool = True) -> Iterator[bytes]:
+    """The HloModuleProtos of zoo programs (real architectures) to compose from, each loaded and
+    lowered when it is read (list() them to compose several sizes)."""
     from hlotune.hlo.lowering import lowered_proto
     from hlotune.programs import load_program
 
-    programs = [load_program(spec) for spec in specs]
-    return [lowered_proto(p.fn, p.args, optimized=optimized) for p in programs]
+    for spec in specs:
+        program = load_program(spec)
+        yield lowered_proto(program.fn, program.args, optimized=optimized)
 
 
 def _template(proto: bytes) -> _Module:

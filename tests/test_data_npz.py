@@ -90,6 +90,22 @@ def test_peek_matches_np_load(tpugraphs_dir: Path) -> None:
             assert (info.shape, info.dtype) == (stored[key].shape, stored[key].dtype), key
 
 
+def test_headers_of_every_kind_read_as_numpy_reads_them(tmp_path: Path) -> None:
+    """Plain headers take hlotune's quick parser, the rest (records, an over-long header)
+    numpy's own; both must agree with np.load."""
+    arrays = {
+        "scalar": np.float32(3), "vector": np.arange(5), "matrix": np.ones((3, 4), np.float32),
+        "fortran": np.asfortranarray(np.ones((3, 4))), "big_endian": np.arange(3, dtype=">f8"),
+        "bool": np.array([True, False]), "empty": np.zeros((0, 140), np.float32),
+        "cube": np.zeros((2, 3, 4), np.uint8), "record": np.zeros(2, dtype=[("a", "<i4"), ("b", "<f8")]),
+        "text": np.array(["ab", "c"]), "many_dims": np.zeros((1,) * 30),
+    }
+    np.savez(tmp_path / "kinds.npz", **arrays)
+    headers = peek(tmp_path / "kinds.npz")
+    for key, array in arrays.items():
+        assert (headers[key].shape, headers[key].dtype) == (np.shape(array), np.asarray(array).dtype), key
+
+
 def test_detect_collection() -> None:
     graph = ["node_feat", "node_opcode", "edge_index"]
     assert schema.detect_collection(graph) is None

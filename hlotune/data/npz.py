@@ -8,8 +8,11 @@ every problem becomes a one-line HlotuneError naming the file and the key.
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
+import re
+import struct
 import zipfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
@@ -40,6 +43,15 @@ _HEADER_READERS = {
     (1, 0): np.lib.format.read_array_header_1_0,
     (2, 0): np.lib.format.read_array_header_2_0,
 }
+_HEADER_LENGTH = {(1, 0): "<H", (2, 0): "<I"}
+# The header numpy writes for a plain array, e.g. {'descr': '<f4', 'fortran_order': False,
+# 'shape': (38, 140), } padded with spaces: read without numpy's ast.literal_eval, which took a
+# fifth of reading a split. Any other header (and one past numpy's size limit) goes to numpy.
+_PLAIN_HEADER = re.compile(
+    r"\{'descr': '([<>|=][a-zA-Z][0-9]*)', 'fortran_order': (True|False), "
+    r"'shape': \((|[0-9]+,|[0-9]+(?:, [0-9]+)+)\), \} *\n"
+)
+_PLAIN_HEADER_MAX = 10_000  # numpy's max_header_size
 
 
 class _ShapedArray(Protocol):
@@ -202,12 +214,24 @@ def _header(stream: zipfile.ZipExtFile, member: zipfile.ZipInfo) -> tuple[ArrayI
     version = np.lib.format.read_magic(stream)
     if version not in _HEADER_READERS:
         raise ValueError(f"unsupported .npy format version {version}")
-    shape, fortran_order, dtype = _HEADER_READERS[version](stream)
+    shape, fortran_order, dtype = _parse_header(stream, version)
     # A forged header must not make the reader allocate more than the member holds.
     claimed = math.prod(shape) * dtype.itemsize
     if claimed > member.file_size:
         raise ValueError(f"header claims {claimed} bytes, the member holds {member.file_size}")
     return ArrayInfo(tuple(shape), dtype), fortran_order
+
+
+def _parse_header(stream: zipfile.ZipExtFile, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """numpy's (shape, fortran_order, dtype) of the header after the magic string."""
+    length_bytes = stream.read(struct.calcsize(_HEADER_LENGTH[version]))
+    (length,) = struct.unpack(_HEADER_LENGTH[version], length_bytes)
+    header = stream.read(min(length, _PLAIN_HEADER_MAX + 1))
+    plain = _PLAIN_HEADER.fullmatch(header.decode("latin1")) if length <= _PLAIN_HEADER_MAX else None
+    if plain is None:
+        return _HEADER_READERS[version](io.BytesIO(length_bytes + header))
+    descr, fortran_order, shape = plain.groups()
+    return tuple(int(size) for size in shape.split(",") if size), fortran_order == "True", np.dtype(descr)
 
 
 def _read_array(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> np.ndarray:

@@ -1,6 +1,8 @@
 """Measurement workers forked from the zygote: what a cold start gave them, they still get."""
 
 import json
+import os
+import signal
 import subprocess
 import tempfile
 
@@ -53,6 +55,36 @@ def test_only_a_start_up_variable_starts_a_new_zygote(monkeypatch):
     monkeypatch.setenv("JAX_HLOTUNE_TEST_PROBE", "1")  # jax reads JAX_* at import
     second = zygote._zygote()
     assert second is not first and first._process.poll() == 0
+
+
+def test_ctrl_c_reaches_a_worker_as_it_would_a_cold_one(monkeypatch):
+    """A background job ignores Ctrl-C, and so do the workers a cold start would give it."""
+    quit = json.dumps({"op": "quit"}).encode() + b"\n"
+    with tempfile.TemporaryFile() as stderr:
+        default = zygote.start_worker(stderr)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            monkeypatch.setenv("JAX_HLOTUNE_TEST_PROBE", "sigint")  # a zygote started ignoring it
+            ignoring = zygote.start_worker(stderr)
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        for worker in (default, ignoring):
+            os.kill(worker.pid, signal.SIGINT)
+        assert default.wait(timeout=30) == 1  # KeyboardInterrupt
+        ignoring.stdin.write(quit)
+        ignoring.stdin.flush()
+        assert ignoring.wait(timeout=30) == 0
+
+
+def test_a_zygote_that_died_is_started_again():
+    first = zygote._zygote()
+    first._process.kill()
+    first._process.wait()
+    with tempfile.TemporaryFile() as stderr:
+        worker = zygote.start_worker(stderr)
+        assert isinstance(worker, zygote.ForkedWorker) and zygote._zygote() is not first
+        worker.kill()
+        assert worker.wait() == -9
 
 
 def test_workers_start_cold_when_forking_is_switched_off(monkeypatch):

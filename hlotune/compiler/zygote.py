@@ -26,7 +26,7 @@ import threading
 import time
 import traceback
 import warnings
-from typing import IO
+from typing import IO, Any
 
 SWITCH = "HLOTUNE_FORK_WORKERS"
 WORKER_COMMAND = ("-m", "hlotune.compiler.worker")
@@ -76,11 +76,13 @@ class ForkedWorker:
 
 
 class Zygote:
-    """The client side: one zygote per process and environment (see `_zygote`)."""
+    """The client side: one zygote per process and environment (see `_zygote`). One that is
+    replaced (`retire`) still serves the workers it forked, and closes after their exit."""
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
         self.environment, self.owner = _startup_environment(), os.getpid()
+        self._running, self._retired = 0, False  # workers whose exit is not yet known
         self._process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(theirs.fileno())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=[theirs.fileno()],
@@ -102,11 +104,30 @@ class Zygote:
         finally:
             os.close(stdin_read)
             os.close(stdout_write)
+        self._count(+1)
         return ForkedWorker(self, reply["pid"], os.fdopen(stdin_write, "wb"),
                             os.fdopen(stdout_read, "rb"))
 
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
     def exit_code(self, pid: int, block: bool) -> int | None:
-        return self._request({"op": "wait", "pid": pid, "block": block})["code"]
+        code = self._request({"op": "wait", "pid": pid, "block": block})["code"]
+        if code is not None:
+            self._count(-1)
+        return code
+
+    def retire(self) -> None:
+        self._retired = True
+        self._count(0)
+
+    def _count(self, change: int) -> None:
+        """Count a worker forked (+1) or gone (-1); a retired zygote left with none closes."""
+        with self._lock:
+            self._running += change
+            done = self._retired and not self._running
+        if done:
+            self.close()
 
     def close(self) -> None:
         self._replies.close()
@@ -134,16 +155,16 @@ _failed = False
 
 
 def _zygote() -> Zygote | None:
-    """This process's zygote, started again if a start-up variable changed since it started;
-    None (cold starts) for good if one could not start."""
+    """This process's zygote, started again if it died or a start-up variable changed since it
+    started; None (cold starts) for good if one could not start."""
     global _current, _failed
     with _lock:
         if _failed:
             return None
         if _current is not None and _current.owner != os.getpid():
             _current = None  # inherited through a fork: that zygote serves the parent
-        if _current is not None and _current.environment != _startup_environment():
-            _current.close()
+        if _current is not None and (not _current.alive() or _current.environment != _startup_environment()):
+            _current.retire()
             _current = None
         if _current is None:
             try:
@@ -172,7 +193,9 @@ atexit.register(_close)
 
 def serve(channel: socket.socket) -> None:
     """Preload, say whether forking is safe, then fork a worker per request until EOF."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the caller and its workers
+    # Ctrl-C is for the caller and its workers, which get what a cold worker would have had:
+    # the caller's own choice (a job started in the background ignores it).
+    worker_sigint = signal.signal(signal.SIGINT, signal.SIG_IGN)
     warnings.filterwarnings("ignore", message=".*use of fork\\(\\) may lead to deadlocks")
     replies = channel.makefile("wb", buffering=0)
     ready = _preload()
@@ -183,7 +206,7 @@ def serve(channel: socket.socket) -> None:
         if request is None:
             return
         if request["op"] == "fork":
-            reply = {"pid": _fork_worker(channel, request["cwd"], request["env"], fds)}
+            reply = {"pid": _fork_worker(channel, request["cwd"], request["env"], fds, worker_sigint)}
         else:
             reply = {"code": _exit_code(request["pid"], request["block"], exited)}
         replies.write(json.dumps(reply).encode() + b"\n")
@@ -214,24 +237,25 @@ def _next_request(channel: socket.socket) -> tuple[dict | None, list[int]]:
     return json.loads(buffer), fds
 
 
-def _fork_worker(channel: socket.socket, cwd: str, environment: dict[str, str], fds: list[int]) -> int:
+def _fork_worker(channel: socket.socket, cwd: str, environment: dict[str, str], fds: list[int],
+                 sigint: Any) -> int:
     pid = os.fork()
     if pid == 0:
         channel.close()
         for target, fd in enumerate(fds):  # stdin, stdout, stderr
             os.dup2(fd, target)
             os.close(fd)
-        _run_worker(cwd, environment)
+        _run_worker(cwd, environment, sigint)
     for fd in fds:
         os.close(fd)
     return pid
 
 
-def _run_worker(cwd: str, environment: dict[str, str]) -> None:
+def _run_worker(cwd: str, environment: dict[str, str], sigint: Any) -> None:
     """Become `python -m hlotune.compiler.worker` started in `cwd`; never returns."""
     from hlotune.compiler import worker
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGINT, sigint)
     os.environ.clear()
     os.environ.update(environment)
     os.chdir(cwd)

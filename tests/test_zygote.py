@@ -5,13 +5,15 @@ import os
 import signal
 import subprocess
 import tempfile
+import time
+from pathlib import Path
 
 import jax
 import pytest
 
 from hlotune.compiler import zygote
-from hlotune.compiler.measure import OK, MeasureSettings, measure
 from hlotune.compiler.config import DEFAULT_CONFIG
+from hlotune.compiler.measure import OK, MeasureSettings, measure
 
 PROGRAM = '''
 import os
@@ -53,8 +55,18 @@ def test_only_a_start_up_variable_starts_a_new_zygote(monkeypatch):
     monkeypatch.setenv("HLOTUNE_SOMETHING_ELSE", "1")
     assert zygote._zygote() is first
     monkeypatch.setenv("JAX_HLOTUNE_TEST_PROBE", "1")  # jax reads JAX_* at import
-    second = zygote._zygote()
-    assert second is not first and first._process.poll() == 0
+    assert zygote._zygote() is not first
+
+
+def test_a_replaced_zygote_serves_its_workers_then_exits():
+    replaced = zygote.Zygote()
+    with tempfile.TemporaryFile() as stderr:
+        worker = replaced.fork(stderr)
+    replaced.retire()
+    assert replaced.alive() and worker.poll() is None
+    worker.kill()
+    assert worker.wait() == -9
+    assert replaced._process.wait(timeout=10) == 0  # its socket closed with the last worker
 
 
 def test_ctrl_c_reaches_a_worker_as_it_would_a_cold_one(monkeypatch):
@@ -85,6 +97,24 @@ def test_a_zygote_that_died_is_started_again():
         assert isinstance(worker, zygote.ForkedWorker) and zygote._zygote() is not first
         worker.kill()
         assert worker.wait() == -9
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads process states from /proc")
+def test_a_worker_nobody_waits_for_leaves_no_zombie():
+    own = zygote.Zygote()
+    with tempfile.TemporaryFile() as stderr:
+        dropped = own.fork(stderr)
+        dropped.stdin.close()  # the worker reads the end of its requests and exits
+        state = Path(f"/proc/{dropped.pid}/stat")
+        for _ in range(3000):
+            if state.read_text().rsplit(")", 1)[1].split()[0] == "Z":
+                break
+            time.sleep(0.01)
+        other = own.fork(stderr)  # any request reaps what exited
+        assert not state.exists()
+        other.kill()
+        assert other.wait() == -9
+    own.close()
 
 
 def test_workers_start_cold_when_forking_is_switched_off(monkeypatch):

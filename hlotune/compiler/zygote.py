@@ -205,8 +205,11 @@ def serve(channel: socket.socket) -> None:
         request, fds = _next_request(channel)
         if request is None:
             return
+        _reap(exited)
         if request["op"] == "fork":
-            reply = {"pid": _fork_worker(channel, request["cwd"], request["env"], fds, worker_sigint)}
+            pid = _fork_worker(channel, request["cwd"], request["env"], fds, worker_sigint)
+            exited.pop(pid, None)  # a reused pid's old, unasked exit
+            reply = {"pid": pid}
         else:
             reply = {"code": _exit_code(request["pid"], request["block"], exited)}
         replies.write(json.dumps(reply).encode() + b"\n")
@@ -271,13 +274,27 @@ def _run_worker(cwd: str, environment: dict[str, str], sigint: Any) -> None:
         os._exit(code)
 
 
+def _reap(exited: dict[int, int]) -> None:
+    """Collect every worker that exited, asked for or not (a caller that dropped a worker
+    never asks): no zombies pile up in a long tune."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:  # no workers at all
+            return
+        if pid == 0:
+            return
+        exited[pid] = os.waitstatus_to_exitcode(status)
+
+
 def _exit_code(pid: int, block: bool, exited: dict[int, int]) -> int | None:
+    """The worker's exit code as subprocess gives it, reported once; None while it runs."""
     if pid not in exited:
         done, status = os.waitpid(pid, 0 if block else os.WNOHANG)
         if done == 0:
             return None
         exited[pid] = os.waitstatus_to_exitcode(status)
-    return exited[pid]
+    return exited.pop(pid)
 
 
 if __name__ == "__main__":

@@ -122,7 +122,8 @@ class Zygote:
         self._count(0)
 
     def _count(self, change: int) -> None:
-        """Count a worker forked (+1) or gone (-1); a retired zygote left with none closes."""
+        """Count a worker forked (+1) or gone (-1), or just check (0): a retired zygote left
+        with none closes."""
         with self._lock:
             self._running += change
             done = self._retired and not self._running

@@ -99,6 +99,23 @@ def test_a_zygote_that_died_is_started_again():
         assert worker.wait() == -9
 
 
+def test_a_zygote_that_dies_under_a_request_leaves_a_cold_start_and_no_open_pipe(monkeypatch):
+    dead = zygote.Zygote()
+    dead._process.kill()
+    dead._process.wait()
+    monkeypatch.setattr(zygote, "_zygote", lambda: dead)
+    with tempfile.TemporaryFile() as stderr:
+        open_before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self") else None
+        with pytest.raises(OSError):
+            dead.fork(stderr)
+        if open_before is not None:
+            assert len(os.listdir("/proc/self/fd")) == open_before
+        worker = zygote.start_worker(stderr)
+        assert isinstance(worker, subprocess.Popen)
+        worker.kill()
+        assert worker.wait() == -9
+
+
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads process states from /proc")
 def test_a_worker_nobody_waits_for_leaves_no_zombie():
     own = zygote.Zygote()

@@ -39,10 +39,13 @@ PRELOAD = ("hlotune.compiler.worker", "hlotune.compiler.config", "hlotune.compil
 def start_worker(stderr: IO[bytes]) -> subprocess.Popen | ForkedWorker:
     """A measurement worker speaking worker.py's protocol on its stdin and stdout."""
     zygote = None if os.environ.get(SWITCH) == "0" else _zygote()
-    if zygote is None:
-        return subprocess.Popen([sys.executable, *WORKER_COMMAND], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=stderr)
-    return zygote.fork(stderr)
+    if zygote is not None:
+        try:
+            return zygote.fork(stderr)
+        except OSError:  # it died under the request: this worker starts cold, the next a new zygote
+            pass
+    return subprocess.Popen([sys.executable, *WORKER_COMMAND], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=stderr)
 
 
 class ForkedWorker:
@@ -101,6 +104,10 @@ class Zygote:
         try:
             reply = self._request({"op": "fork", "cwd": os.getcwd(), "env": dict(os.environ)},
                                   [stdin_read, stdout_write, stderr.fileno()])
+        except OSError:
+            os.close(stdin_write)
+            os.close(stdout_read)
+            raise
         finally:
             os.close(stdin_read)
             os.close(stdout_write)

@@ -79,14 +79,15 @@ def _missing(what: str, reason: str) -> NoReturn:
 
 
 def compile_and_run(fn: Callable, args: tuple) -> Any:
-    """`fn(*args)` compiled by XLA with LLVM at optimisation level 0, for tests of what a
-    program computes and that it builds, not of its speed: its compile takes a third to a half
-    of the default's (a tiny transformer's training step: 1.3 s, not 2.9 s), and compiles are
-    most of what the suite spends."""
+    """`fn(*args)` compiled as programs compile their example arguments (QUICK_COMPILE), for
+    tests of what a program computes and that it builds, not of its speed: compiles are most
+    of what the suite spends, and these take an eighth of the default's CPU (a tiny
+    transformer's training step: 0.5 s, not 4.0 s)."""
     import jax
 
-    compiled = jax.jit(fn).lower(*args).compile(compiler_options={"xla_backend_optimization_level": 0})
-    return compiled(*args)
+    from hlotune.programs.zoo.base import QUICK_COMPILE
+
+    return jax.jit(fn).lower(*args).compile(compiler_options=QUICK_COMPILE)(*args)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,6 +89,15 @@ def compile_and_run(fn: Callable, args: tuple) -> Any:
     from hlotune.programs.zoo.base import QUICK_COMPILE
 
     return jax.jit(fn).lower(*args).compile(compiler_options=QUICK_COMPILE)(*args)
+
+
+def normals(seed: int, *shapes: tuple[int, ...], dtype: Any = np.float32) -> list[Any]:
+    """Standard normal jax arrays of `shapes`, drawn by numpy: jax.random called outside a jit
+    compiles a sampler for each shape and dtype at full optimisation (up to a second each)."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(seed)
+    return [jnp.asarray(rng.standard_normal(shape, np.float32), dtype) for shape in shapes]
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from jax.experimental.layout import Format, Layout
 
+from conftest import normals
 import hlotune
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
@@ -34,10 +35,8 @@ def mlp(params, x):
 
 
 def _arguments(batch: int = 16):
-    keys = jax.random.split(jax.random.key(0), 3)
-    params = {"w1": jax.random.normal(keys[0], (32, 64)), "b1": jnp.zeros(64),
-              "w2": jax.random.normal(keys[1], (64, 8))}
-    return params, jax.random.normal(keys[2], (batch, 32))
+    w1, w2, x = normals(0, (32, 64), (64, 8), (batch, 32))
+    return {"w1": w1, "b1": jnp.zeros(64), "w2": w2}, x
 
 
 def _assert_same(got, want) -> None:

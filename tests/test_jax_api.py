@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from conftest import normals
 import hlotune
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
@@ -39,10 +40,8 @@ def mlp(params, x):
 
 
 def _params(dtype=jnp.float32):
-    keys = jax.random.split(jax.random.key(1), 3)
-    params = {"w1": jax.random.normal(keys[0], (8, 16), dtype), "b1": jnp.zeros(16, dtype),
-              "w2": jax.random.normal(keys[1], (16, 4), dtype)}
-    return params, jax.random.normal(keys[2], (4, 8), dtype)
+    w1, w2, x = normals(1, (8, 16), (16, 4), (4, 8), dtype=dtype)
+    return {"w1": w1, "b1": jnp.zeros(16, dtype), "w2": w2}, x
 
 
 def _assert_same(got, want) -> None:

@@ -58,14 +58,25 @@ class CorpusModel:
     ) -> tuple[Callable, tuple]:
         """The function and its example arguments; the same seed gives the same arguments."""
         shape = dict(self.sizes[size]) | ({"batch": batch} if batch else {})
-        built = self.build(jnp.bfloat16 if bf16 else jnp.float32, **shape)
-        init = jax.jit(built.init, compiler_options=QUICK_COMPILE)
+        built, init = self._built(jnp.bfloat16 if bf16 else jnp.float32, shape)
         params, x, y = init(jax.random.PRNGKey(seed))
         if bf16:
             params, x = _to_bf16(params), _to_bf16(x)
         if not train:
             return built.apply, (params, x)
         return partial(train_step, built.apply, built.loss), (params, momentum_init(params), x, y)
+
+    def _built(self, dtype, shape: dict[str, int]) -> tuple[Built, Callable]:
+        """The model built at `shape` and its jitted init, once per process: built again, its
+        init is a new function, which jax compiles again (two seconds for a tiny BERT)."""
+        key = (self.name, dtype, tuple(sorted(shape.items())))
+        if key not in _BUILT:
+            built = self.build(dtype, **shape)
+            _BUILT[key] = built, jax.jit(built.init, compiler_options=QUICK_COMPILE)
+        return _BUILT[key]
+
+
+_BUILT: dict[tuple, tuple[Built, Callable]] = {}  # CorpusModel._built's, by model, dtype and shape
 
 
 def _to_bf16(tree):

@@ -16,6 +16,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 Params = Any  # a pytree of arrays
 # Compiler options for a program compiled to compute values, not to be measured (example
@@ -70,7 +71,9 @@ def train_step(apply, loss, params: Params, velocity, x, y):
 
 
 def momentum_init(params: Params):
-    return jax.tree_util.tree_map(jnp.zeros_like, params)
+    """Zeros shaped as `params`, made by numpy: jnp.zeros_like outside a jit compiles a kernel
+    for each parameter shape."""
+    return jax.tree_util.tree_map(lambda p: jax.device_put(np.zeros(p.shape, p.dtype)), params)
 
 
 def momentum_update(params, grads, velocity, lr=1e-2, momentum=0.9):

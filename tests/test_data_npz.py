@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 from collections.abc import Callable
@@ -91,8 +92,8 @@ def test_peek_matches_np_load(tpugraphs_dir: Path) -> None:
 
 
 def test_headers_of_every_kind_read_as_numpy_reads_them(tmp_path: Path) -> None:
-    """Plain headers take hlotune's quick parser, the rest (records, an over-long header)
-    numpy's own; both must agree with np.load."""
+    """Plain headers take hlotune's quick parser, the rest (a record's) numpy's own; both must
+    agree with np.load."""
     arrays = {
         "scalar": np.float32(3), "vector": np.arange(5), "matrix": np.ones((3, 4), np.float32),
         "fortran": np.asfortranarray(np.ones((3, 4))), "big_endian": np.arange(3, dtype=">f8"),
@@ -104,6 +105,19 @@ def test_headers_of_every_kind_read_as_numpy_reads_them(tmp_path: Path) -> None:
     headers = peek(tmp_path / "kinds.npz")
     for key, array in arrays.items():
         assert (headers[key].shape, headers[key].dtype) == (np.shape(array), np.asarray(array).dtype), key
+
+
+def test_a_header_past_numpys_limit_is_numpys_one_line_error(tmp_path: Path) -> None:
+    """A header numpy refuses to parse (over 10,000 bytes: 600 record fields) is refused with
+    numpy's reason, in one line."""
+    record = np.zeros(1, [(f"field_{i:04d}", "<f4") for i in range(600)])
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, record)
+    with zipfile.ZipFile(tmp_path / "big.npz", "w") as archive:
+        archive.writestr("x.npy", buffer.getvalue())
+    with pytest.raises(HlotuneError, match=r"big.npz: x: unreadable array \(Header info length \(\d+\) is large") as raised:
+        peek(tmp_path / "big.npz")
+    assert "\n" not in str(raised.value)
 
 
 def test_detect_collection() -> None:

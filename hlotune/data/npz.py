@@ -201,7 +201,8 @@ def _reading(
             yield stream
     except Exception as err:  # zipfile and numpy's header parser raise many types on bad bytes
         key = member.filename.removesuffix(".npy")
-        raise HlotuneError(f"{path}: {key}: unreadable array ({err})") from err
+        why = str(err).strip().splitlines()  # numpy's can run to several lines
+        raise HlotuneError(f"{path}: {key}: unreadable array ({why[0] if why else type(err).__name__})") from err
 
 
 def _read_header(archive: zipfile.ZipFile, member: zipfile.ZipInfo, path: Path) -> ArrayInfo:
@@ -226,7 +227,7 @@ def _parse_header(stream: zipfile.ZipExtFile, version: tuple[int, int]) -> tuple
     """numpy's (shape, fortran_order, dtype) of the header after the magic string."""
     length_bytes = stream.read(struct.calcsize(_HEADER_LENGTH[version]))
     (length,) = struct.unpack(_HEADER_LENGTH[version], length_bytes)
-    header = stream.read(min(length, _PLAIN_HEADER_MAX + 1))
+    header = stream.read(length)  # as numpy reads it: a member holds no more than its size
     plain = _PLAIN_HEADER.fullmatch(header.decode("latin1")) if length <= _PLAIN_HEADER_MAX else None
     if plain is None:
         return _HEADER_READERS[version](io.BytesIO(length_bytes + header))

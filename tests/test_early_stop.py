@@ -10,12 +10,14 @@ from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import (
+    EARLY_STOP_RATIO,
     EARLY_STOP_ROUNDS,
     BatchResult,
     Measurement,
     MeasureSettings,
     _stop_slow,
     measure,
+    median_interval,
 )
 from hlotune.tuning.storage import TuningDatabase
 
@@ -35,14 +37,18 @@ def _batch(early_stop: bool) -> BatchResult:
 
 def test_a_much_slower_config_stops_early_and_keeps_its_median():
     """The slow config stops after 3 rounds of 3 samples (or a few more, should the machine
-    be busy then), the default's copy among the candidates is timed in full, and the stopped
-    config's median is still its cost."""
+    be busy then), the default's copy among the candidates is timed in full, and the stop met
+    the rule on the samples seen then: every config runs every round until it stops, so the
+    defaults' first samples, as many as the stopped config has, are what the rule compared.
+    (Not a fixed ratio: under the suite's other worker, SLOW measured 1.5x the default, not 2.5x.)"""
     batch = _batch(early_stop=True)
     slow, same = batch.measurements
     assert slow.ok and slow.stopped and EARLY_STOP_ROUNDS * 3 <= len(slow.samples_ns) < ROUNDS * 3
     assert not same.stopped and len(same.samples_ns) == ROUNDS * 3
     assert all(len(d.samples_ns) == ROUNDS * 3 for d in batch.defaults)
-    assert slow.median_ns > 2 * batch.default_ns
+    seen = [s for d in batch.defaults for s in d.samples_ns[: len(slow.samples_ns)]]
+    assert slow.median_interval[0] > EARLY_STOP_RATIO * median_interval(seen)[1]
+    assert slow.median_ns > batch.default_ns
 
 
 def test_without_early_stop_every_config_gets_every_sample():

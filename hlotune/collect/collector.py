@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.collect.journal import Journal
+from hlotune.compiler.argument_files import offer
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.encode import COLLECTIONS, ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
@@ -100,6 +101,7 @@ def collect(spec: str, settings: CollectSettings, out: Path, *, progress: bool =
     candidates = draw_configs(encoder, settings)
     journal = Journal(out / ".journal" / f"{name}.jsonl", asdict(settings) | {"program": program.name})
     resumed = bool(journal.rounds)
+    offer(program)  # its workers need not run its init again
     with Measurer(program.name, settings.measure_settings()) as measurer:  # one worker for all
         batches = _measure_batches(measurer, _in_batches(candidates, settings.batch), journal, progress)
         replaced = _replace_failures(measurer, encoder, settings, candidates, batches, journal, progress)

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hlotune.compiler.argument_files import argument_file
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.compiler.zygote import ForkedWorker, start_worker
 from hlotune.errors import HlotuneError
@@ -487,7 +488,8 @@ class _Session:
         self._stderr = tempfile.TemporaryFile()
         self._process = start_worker(self._stderr)
         self._buffer = b""
-        reply = self._request({"op": "load", "program": self.program}, self.settings.compile_timeout_s)
+        load = {"op": "load", "program": self.program, "arguments": argument_file(self.program)}
+        reply = self._request(load, self.settings.compile_timeout_s)
         if not reply["ok"]:
             raise HlotuneError(f"{self.program}: cannot load it in the worker: {reply['error']}")
 

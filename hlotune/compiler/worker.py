@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from hlotune.compiler.argument_files import load_with_arguments
 from hlotune.compiler.output_check import check_outputs
-from hlotune.programs import Program, load_program
+from hlotune.programs import Program
 
 
 # Fault injection for the parent's timeout path (tests): running a config whose key contains
@@ -36,8 +37,10 @@ class Worker:
         self._hang_on = os.environ.get(HANG_ON)
         self._profiled = False
 
-    def load(self, program: str) -> dict:
-        return self.use(load_program(program))
+    def load(self, program: str, arguments: str | None = None) -> dict:
+        """Load `program` by spec, its example arguments from the file `arguments` where the
+        parent names one (argument_files.py)."""
+        return self.use(load_with_arguments(program, arguments))
 
     def use(self, program: Program) -> dict:
         """Measure `program`, a live one (in_process.py) or one loaded by spec."""

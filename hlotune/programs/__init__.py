@@ -31,14 +31,15 @@ def _load_zoo(spec: str, abstract: bool) -> Program:
     from hlotune.programs.zoo import WORKLOADS
 
     resolved = resolve_workload(spec, ZOO_PREFIX, WORKLOADS, "zoo program")
-    fn, args = resolved.workload.program(resolved.size, train=resolved.train, batch=resolved.batch)
+    fn, args = resolved.workload.program(resolved.size, train=resolved.train, batch=resolved.batch,
+                                         abstract=abstract)
     return Program(resolved.name, fn, args)
 
 
 def _load_corpus(spec: str, abstract: bool) -> Program:
     from hlotune.programs.corpus import load_corpus_program
 
-    return load_corpus_program(spec)
+    return load_corpus_program(spec, abstract=abstract)
 
 
 def _load_go(spec: str, abstract: bool) -> Program:
@@ -60,7 +61,8 @@ def _load_exported(spec: str, abstract: bool) -> Program:
 
 
 # Heavy resolvers are imported on first use: naming a program must not import jax. Each takes
-# (spec, abstract); only go: skips building values, the one table whose values take minutes.
+# (spec, abstract); the built-in model tables (zoo:, corpus:, go:) honour `abstract` and trace
+# their init for its shapes, the others build values all the same.
 _RESOLVERS: dict[str, Callable[[str, bool], Program]] = {
     ZOO_PREFIX: _load_zoo,
     CORPUS_PREFIX: _load_corpus,
@@ -68,6 +70,11 @@ _RESOLVERS: dict[str, Callable[[str, bool], Program]] = {
     NUMERICS_PREFIX: _load_numerics,
     EXPORT_PREFIX: _load_exported,
 }
+
+
+def traces_abstractly(spec: str) -> bool:
+    """Whether `load_program(spec, abstract=True)` gives shapes without running the program's init."""
+    return spec.startswith((ZOO_PREFIX, CORPUS_PREFIX, GO_PREFIX))
 
 
 def is_program_spec(source: str) -> bool:
@@ -96,4 +103,4 @@ def load_program(spec: str, *, abstract: bool = False) -> Program:
 
 
 __all__ = ["CORPUS_PREFIX", "EXPORT_PREFIX", "GO_PREFIX", "NUMERICS_PREFIX", "ZOO_PREFIX", "Program",
-           "is_program_spec", "load_program"]
+           "is_program_spec", "load_program", "traces_abstractly"]

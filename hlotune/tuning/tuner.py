@@ -20,6 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hlotune.compiler.argument_files import offer
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.programs.calls import BoundCall, jit_function
@@ -96,6 +97,7 @@ def tune(
         program = target.spec()
     with runner_for(target, runner) as measurer:  # first: a runner that cannot start fails before any work
         loaded = load_program(program) if target is None else target.measured
+        offer(loaded)  # its workers need not run its init again
         build = Build(options, loaded, program, program_fingerprint(loaded), db_path, started, progress)
         recipe = SPACES[options.space](build)
         space, prior = recipe.space(), recipe.prior()

@@ -12,10 +12,10 @@ from hlotune.programs.variants import resolve_workload
 CORPUS: dict[str, CorpusModel] = {model.name: model for module in (hf, haiku_nets, md, mjx) for model in module.MODELS}
 
 
-def load_corpus_program(spec: str) -> Program:
+def load_corpus_program(spec: str, *, abstract: bool = False) -> Program:
     resolved = resolve_workload(spec, CORPUS_PREFIX, CORPUS, "corpus program")
     fn, args = resolved.workload.program(
-        resolved.size, train=resolved.train, bf16=resolved.bf16, batch=resolved.batch
+        resolved.size, train=resolved.train, bf16=resolved.bf16, batch=resolved.batch, abstract=abstract
     )
     return Program(resolved.name, fn, args)
 

@@ -18,7 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from hlotune.programs.zoo.base import QUICK_COMPILE, Params, momentum_init, train_step
+from hlotune.programs.zoo.base import QUICK_COMPILE, Params, example_arguments, step_arguments, train_step
 from hlotune.programs.zoo.layers import softmax_cross_entropy
 
 
@@ -54,17 +54,21 @@ class CorpusModel:
             return None
 
     def program(
-        self, size: str, *, train: bool, bf16: bool = False, batch: int | None = None, seed: int = 0
+        self, size: str, *, train: bool, bf16: bool = False, batch: int | None = None, seed: int = 0,
+        abstract: bool = False,
     ) -> tuple[Callable, tuple]:
-        """The function and its example arguments; the same seed gives the same arguments."""
+        """The function and its example arguments; the same seed gives the same arguments.
+        `abstract`: shapes only (zoo.base.example_arguments)."""
         shape = dict(self.sizes[size]) | ({"batch": batch} if batch else {})
-        built, init = self._built(jnp.bfloat16 if bf16 else jnp.float32, shape)
-        params, x, y = init(jax.random.PRNGKey(seed))
-        if bf16:
-            params, x = _to_bf16(params), _to_bf16(x)
-        if not train:
-            return built.apply, (params, x)
-        return partial(train_step, built.apply, built.loss), (params, momentum_init(params), x, y)
+        built, jitted = self._built(jnp.bfloat16 if bf16 else jnp.float32, shape)
+
+        def finish(params, x, y):
+            if bf16:
+                params, x = _to_bf16(params), _to_bf16(x)
+            return step_arguments(params, x, y, train=train)
+
+        fn = partial(train_step, built.apply, built.loss) if train else built.apply
+        return fn, example_arguments(built.init, jitted, finish, seed, abstract)
 
     def _built(self, dtype, shape: dict[str, int]) -> tuple[Built, Callable]:
         """The model built at `shape` and its jitted init, once per process: built again, its

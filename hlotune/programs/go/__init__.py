@@ -16,10 +16,6 @@ compile-and-run tests, which iterate every zoo workload, stay cheap.
 
 from __future__ import annotations
 
-from functools import partial
-
-import jax
-
 from hlotune.programs.go import conv, rnn, transformer_xl, wavenet
 from hlotune.programs.program import GO_PREFIX, Program
 from hlotune.programs.variants import resolve_workload
@@ -38,13 +34,6 @@ def load_go_program(spec: str, *, abstract: bool = False) -> Program:
     featurizer need only the graph, and making real parameters for the large sizes takes
     minutes of random-number kernels."""
     resolved = resolve_workload(spec, GO_PREFIX, GO_WORKLOADS, "GO graph")
-    workload, name, train = resolved.workload, resolved.name, resolved.train
-    if not abstract:
-        return Program(name, *workload.program(resolved.size, train=train, batch=resolved.batch))
-    shape = dict(workload.sizes[resolved.size]) | ({"batch": resolved.batch} if resolved.batch else {})
-    params, x, y = jax.eval_shape(partial(workload.init, **shape), jax.random.PRNGKey(0))
-    if not train:
-        return Program(name, workload.apply, (params, x))
-    # The zoo's training step (loss, gradient, momentum update); the velocity has the params'
-    # shapes.
-    return Program(name, workload.train_step, (params, params, x, y))
+    fn, args = resolved.workload.program(resolved.size, train=resolved.train, batch=resolved.batch,
+                                         abstract=abstract)
+    return Program(resolved.name, fn, args)

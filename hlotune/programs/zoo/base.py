@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import jax
@@ -43,21 +44,17 @@ class Workload:
     bf16 = False
 
     def program(
-        self, size: str, *, train: bool, batch: int | None = None, seed: int = 0
+        self, size: str, *, train: bool, batch: int | None = None, seed: int = 0, abstract: bool = False
     ) -> tuple[Callable, tuple]:
         """The function and its example arguments (another `batch` gives another batch shape);
-        the same seed gives the same arguments."""
+        the same seed gives the same arguments. `abstract`: shapes only (`example_arguments`)."""
         shape = dict(self.sizes[size]) | ({"batch": batch} if batch else {})
-        params, x, y = self._example(shape, seed)
-        if not train:
-            return self.apply, (params, x)
-        return self.train_step, (params, momentum_init(params), x, y)
-
-    def _example(self, size: Mapping[str, int], seed: int):
-        """`init` run as one program at a low optimisation level: op by op, it would compile a
-        random-number kernel for every parameter shape, which takes longer than the model."""
-        init = jax.jit(self.init, static_argnames=tuple(size), compiler_options=QUICK_COMPILE)
-        return init(jax.random.PRNGKey(seed), **size)
+        # jitted over `self.init` itself: jax's caches know a function by its identity, so a second
+        # program of this shape neither traces nor compiles init again
+        jitted = jax.jit(self.init, static_argnames=tuple(shape), compiler_options=QUICK_COMPILE)
+        arguments = example_arguments(partial(self.init, **shape), partial(jitted, **shape),
+                                      partial(step_arguments, train=train), seed, abstract)
+        return (self.train_step if train else self.apply), arguments
 
     def train_step(self, params: Params, velocity, x, y):
         return train_step(self.apply, self.loss, params, velocity, x, y)
@@ -68,6 +65,25 @@ def train_step(apply, loss, params: Params, velocity, x, y):
     value, grads = jax.value_and_grad(lambda p: loss(apply(p, x), y))(params)
     params, velocity = momentum_update(params, grads, velocity)
     return params, velocity, value
+
+
+def example_arguments(
+    init: Callable[[jax.Array], tuple], jitted: Callable[[jax.Array], tuple], finish: Callable[..., tuple],
+    seed: int, abstract: bool,
+) -> tuple:
+    """`finish(*init(PRNGKey(seed)))`. For values, `init` runs as one program, `jitted` at a low
+    optimisation level (QUICK_COMPILE): op by op, it would compile a random-number kernel for
+    every parameter shape, which takes longer than the model. `abstract`: only traced, for
+    shapes (jax.ShapeDtypeStruct), with nothing compiled or run, for a caller that only lowers
+    the program."""
+    if abstract:
+        return jax.eval_shape(lambda: finish(*init(jax.random.PRNGKey(seed))))
+    return finish(*jitted(jax.random.PRNGKey(seed)))
+
+
+def step_arguments(params: Params, x, y, *, train: bool) -> tuple:
+    """The arguments of `apply`, or of `train_step` with zero velocity."""
+    return (params, momentum_init(params), x, y) if train else (params, x)
 
 
 def momentum_init(params: Params):

@@ -2,6 +2,9 @@
 worker gets the same values without running init, and a file that does not hold them is ignored."""
 
 import os
+import subprocess
+import sys
+import tempfile
 
 import jax
 import numpy as np
@@ -93,3 +96,23 @@ def test_a_weak_typed_leaf_is_not_written(tmp_path):
     program = Program("zoo:mlp@tiny", lambda x: x, (weak,))
     argument_files._write(program, str(tmp_path / "arguments.npz"))
     assert not (tmp_path / "arguments.npz").exists()
+
+
+def test_the_file_is_keyed_by_the_variables_a_worker_reads_at_start(monkeypatch):
+    """Under another PRNG implementation init makes other values of the same shapes."""
+    before = argument_file("zoo:mlp@tiny")
+    monkeypatch.setenv("HLOTUNE_UNRELATED", "1")
+    assert argument_file("zoo:mlp@tiny") == before
+    monkeypatch.setenv("JAX_DEFAULT_PRNG_IMPL", "rbg")
+    assert argument_file("zoo:mlp@tiny") != before
+
+
+def test_folders_of_processes_that_died_are_removed_and_live_ones_kept(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    orphan, live = (tmp_path / f"{argument_files.FOLDER_PREFIX}{pid}-x" for pid in (dead, os.getpid()))
+    orphan.mkdir()
+    live.mkdir()
+    argument_files._remove_orphans()
+    assert not orphan.exists() and live.exists()

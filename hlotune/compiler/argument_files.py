@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -26,19 +27,23 @@ from pathlib import Path
 
 import numpy as np
 
+from hlotune.compiler.zygote import startup_environment
 from hlotune.programs import Program, load_program, traces_abstractly
 
 # Above this the file costs more disk (often memory: /tmp) than a worker's init costs time.
 MAX_BYTES = 1 << 30
+FOLDER_PREFIX = "hlotune-arguments-"  # then the owning process's id
 _FOLDER: Path | None = None
 
 
 def argument_file(spec: str) -> str | None:
     """Where the workers of `spec` find its arguments (the file may not exist yet); None for a
-    program that builds its values in any case."""
+    program that builds its values in any case. Keyed by the variables a worker reads at start
+    too: under another JAX_DEFAULT_PRNG_IMPL, say, init makes other values of the same shapes."""
     if not traces_abstractly(spec):
         return None
-    return str(_folder() / f"{hashlib.sha256(spec.encode()).hexdigest()[:16]}.npz")
+    key = json.dumps([spec, sorted(startup_environment().items())])
+    return str(_folder() / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.npz")
 
 
 def offer(program: Program) -> None:
@@ -116,9 +121,29 @@ def _fits(raw: np.ndarray, struct) -> bool:
 
 
 def _folder() -> Path:
-    """This process's folder, removed when it exits (not by a process forked from it)."""
+    """This process's folder, removed when it exits (not by a process forked from it); those
+    of processes that died without removing theirs (killed) go when the next one is made."""
     global _FOLDER
     if _FOLDER is None:
-        _FOLDER, owner = Path(tempfile.mkdtemp(prefix="hlotune-arguments-")), os.getpid()
+        _remove_orphans()
+        owner = os.getpid()
+        _FOLDER = Path(tempfile.mkdtemp(prefix=f"{FOLDER_PREFIX}{owner}-"))
         atexit.register(lambda: os.getpid() == owner and shutil.rmtree(_FOLDER, ignore_errors=True))
     return _FOLDER
+
+
+def _remove_orphans() -> None:
+    for folder in Path(tempfile.gettempdir()).glob(f"{FOLDER_PREFIX}*-*"):
+        pid = folder.name.removeprefix(FOLDER_PREFIX).partition("-")[0]
+        if pid.isdigit() and not _alive(int(pid)):
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True

@@ -84,7 +84,7 @@ class Zygote:
 
     def __init__(self) -> None:
         ours, theirs = socket.socketpair()
-        self.environment, self.owner = _startup_environment(), os.getpid()
+        self.environment, self.owner = startup_environment(), os.getpid()
         self._running, self._retired = 0, False  # workers whose exit is not yet known
         self._process = subprocess.Popen(
             [sys.executable, "-m", __name__, str(theirs.fileno())],
@@ -171,7 +171,7 @@ def _zygote() -> Zygote | None:
             return None
         if _current is not None and _current.owner != os.getpid():
             _current = None  # inherited through a fork: that zygote serves the parent
-        if _current is not None and (not _current.alive() or _current.environment != _startup_environment()):
+        if _current is not None and (not _current.alive() or _current.environment != startup_environment()):
             _current.retire()
             _current = None
         if _current is None:
@@ -183,7 +183,8 @@ def _zygote() -> Zygote | None:
         return _current
 
 
-def _startup_environment() -> dict[str, str]:
+def startup_environment() -> dict[str, str]:
+    """The variables a process reads when it starts or imports jax (STARTUP_VARIABLES)."""
     return {name: value for name, value in os.environ.items() if name.startswith(STARTUP_VARIABLES)}
 
 

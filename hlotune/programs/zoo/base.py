@@ -87,9 +87,16 @@ def step_arguments(params: Params, x, y, *, train: bool) -> tuple:
 
 
 def momentum_init(params: Params):
-    """Zeros shaped as `params`, made by numpy: jnp.zeros_like outside a jit compiles a kernel
-    for each parameter shape."""
-    return jax.tree_util.tree_map(lambda p: jax.device_put(np.zeros(p.shape, p.dtype)), params)
+    """Zeros shaped as `params`: made by numpy, since jnp.zeros_like outside a jit compiles a
+    kernel for each parameter shape; traced where `params` are (`example_arguments`' shapes,
+    which must not allocate a large model's worth of zeros)."""
+    return jax.tree_util.tree_map(_zeros_like, params)
+
+
+def _zeros_like(p):
+    if isinstance(p, jax.core.Tracer):
+        return jnp.zeros_like(p)
+    return jax.device_put(np.zeros(p.shape, p.dtype))
 
 
 def momentum_update(params, grads, velocity, lr=1e-2, momentum=0.9):

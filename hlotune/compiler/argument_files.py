@@ -83,7 +83,7 @@ def _write(program: Program, path: str) -> None:
         with open(partial, "wb") as file:
             np.savez(file, **raw)
         os.replace(partial, path)
-    except OSError:  # no folder there (a worker on another machine): the next worker runs init
+    except OSError:  # no folder there (a worker on another machine), or no room: the next worker runs init
         Path(partial).unlink(missing_ok=True)
 
 
@@ -105,7 +105,7 @@ def _read(shapes: Program, path: str) -> Program | None:
     try:
         with np.load(path) as data:
             raw = [data[str(i)] for i in range(len(structs))] if len(data.files) == len(structs) else None
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+    except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile):
         return None
     if raw is None or not all(_fits(bytes_, struct) for bytes_, struct in zip(raw, structs)):
         return None

@@ -142,12 +142,11 @@ def _kernels_of_the_best_flags(records) -> list[Kernel]:
     from hlotune.compiler.kernel_space import program_module
     from hlotune.compiler.kernels import kernels_of
     from hlotune.compiler.layouts import LayoutSpace
-    from hlotune.compiler.space import UNTUNABLE_KINDS
+    from hlotune.compiler.space import tunable_kernels
     from hlotune.programs import load_program
 
     best = min((r for r in records if r.config.kernels.is_default), key=lambda r: r.cost)
-    module = program_module(LayoutSpace(load_program("zoo:mlp@tiny")), best.config)
-    return [kernel for kernel in kernels_of(module) if kernel.kind not in UNTUNABLE_KINDS]
+    return tunable_kernels(kernels_of(program_module(LayoutSpace(load_program("zoo:mlp@tiny")), best.config)))
 
 
 def test_without_kernel_stages_all_searches_flags_and_layouts_alone(tmp_path):

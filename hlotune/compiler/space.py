@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,6 +49,11 @@ _PASS, _SITE, _KERNEL, _FUSION = "pass:", "layout:", "kernel:", "fusion:"
 PARTITION_CHOICES = ((1,), (2,), (4,), (8,), (16,))
 # Library fusions (YNNPACK, oneDNN) thread themselves: XLA's partitions do not reach them.
 UNTUNABLE_KINDS = ("kCustom",)
+
+
+def tunable_kernels(kernels: Sequence[Kernel]) -> list[Kernel]:
+    """The kernels whose partitions XLA lets us choose, in their order."""
+    return [kernel for kernel in kernels if kernel.kind not in UNTUNABLE_KINDS]
 _ALGSIMP = "algsimp"
 
 Genome = dict[str, Any]
@@ -103,7 +109,7 @@ class SearchSpace:
     def _kernel_genes(kernels: list[Kernel] | None, layouts: LayoutSpace | None) -> list[Gene]:
         if kernels is None:
             raise HlotuneError("the tile space needs the program's kernels (compiler.kernel_space)")
-        tunable = [k for k in kernels if k.kind not in UNTUNABLE_KINDS]
+        tunable = tunable_kernels(kernels)
         if not tunable:
             name = layouts.program.name if layouts is not None else "the program"
             raise HlotuneError(f"{name}: no kernel whose partitions XLA lets us choose")

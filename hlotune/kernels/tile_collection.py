@@ -37,7 +37,7 @@ from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.kernel_config import KernelConfig
 from hlotune.compiler.kernels import Kernel, kernels_of
 from hlotune.compiler.measure import BatchResult, Measurer, MeasureSettings
-from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS
+from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, tunable_kernels
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text import HloText
 
@@ -212,7 +212,7 @@ def collect_tiles(spec: str, settings: TileSettings, folder: Path, *, progress: 
     layouts = LayoutSpace(load_program(spec))
     kernels = program_kernels(layouts)
     counts = store.counts()
-    tunable = [k for k in kernels if k.kind not in UNTUNABLE_KINDS and counts.get(k.fingerprint, 0) < settings.enough]
+    tunable = [k for k in tunable_kernels(kernels) if counts.get(k.fingerprint, 0) < settings.enough]
     rng = random.Random(f"{settings.seed}:{spec}")
     configs = draw_kernel_configs(tunable, settings.configs, rng) if tunable else []
     batches = [configs[i:i + settings.batch] for i in range(0, len(configs), settings.batch)] or [[]]

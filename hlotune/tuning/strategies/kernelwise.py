@@ -25,7 +25,7 @@ import numpy as np
 
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.kernels import Kernel
-from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
+from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace, tunable_kernels
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.hlo.text import HloText
@@ -51,7 +51,7 @@ def rank_candidates(module: str, kernels: Sequence[Kernel], scorer: Scorer | Non
     `scorer`, or without one in a random order of the `seed` and the kernel's key."""
     from hlotune.hlo.sources import from_texts
 
-    tunable = [kernel for kernel in kernels if kernel.kind not in UNTUNABLE_KINDS]
+    tunable = tunable_kernels(kernels)
     graphs = [None] * len(tunable)
     if scorer is not None:
         hlo = HloText.parse(module)

@@ -147,6 +147,8 @@ class LayoutSpace:
         return found
 
     def check(self, config: LayoutConfig) -> None:
+        if not config.layouts:
+            return  # the default: nothing to check, so the sites are not looked for
         ranks = {site.key: site.rank for site in self.sites}
         for key, dims in config.layouts:
             if key not in ranks:

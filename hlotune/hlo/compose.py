@@ -86,12 +86,13 @@ def compose_modules(protos: Iterable[bytes], target_nodes: int, name: str = "com
 
 def zoo_protos(specs: Sequence[str] = ZOO_SPECS, *, optimized: bool = True) -> Iterator[bytes]:
     """The HloModuleProtos of zoo programs (real architectures) to compose from, each loaded and
-    lowered when it is read (list() them to compose several sizes)."""
+    lowered when it is read (list() them to compose several sizes). Lowering and compiling need
+    only the arguments' shapes, so no init runs."""
     from hlotune.hlo.lowering import lowered_proto
     from hlotune.programs import load_program
 
     for spec in specs:
-        program = load_program(spec)
+        program = load_program(spec, abstract=True)
         yield lowered_proto(program.fn, program.args, optimized=optimized)
 
 

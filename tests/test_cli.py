@@ -152,7 +152,7 @@ def test_featurizing_several_modules_into_one_file_is_refused(tmp_path, cli):
     from hlotune.hlo import wire
     from hlotune.programs import load_program
 
-    program = load_program("zoo:mlp@tiny")
+    program = load_program("zoo:mlp@tiny", abstract=True)
     kernel = wire.field_bytes(1, lowered_proto(program.fn, program.args))
     (tmp_path / "kernels.pb").write_bytes(wire.field_bytes(1, kernel) * 2)
     result = cli("featurize", tmp_path / "kernels.pb", "-o", tmp_path / "one.npz")

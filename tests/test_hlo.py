@@ -113,13 +113,13 @@ def test_tile_kernel_without_default_run_is_an_error():
 def _zoo_proto(spec: str) -> bytes:
     from hlotune.hlo.lowering import lowered_proto
 
-    program = load_program(spec)
+    program = load_program(spec, abstract=True)
     return lowered_proto(program.fn, program.args)
 
 
 @pytest.mark.parametrize("optimized", [False, True])
 def test_jax_program_before_and_after_optimisation(optimized):
-    program = load_program("zoo:cnn@tiny")
+    program = load_program("zoo:cnn@tiny", abstract=True)
     graph = from_jax(program.fn, *program.args, optimized=optimized)
     arrays = featurize(graph)
     opcodes = {inst.opcode for inst in graph.instructions}
@@ -149,7 +149,7 @@ def test_hlo_text_and_its_proto_give_the_same_graph():
 
 
 def test_extended_features_add_named_columns():
-    program = load_program("zoo:mlp@tiny")
+    program = load_program("zoo:mlp@tiny", abstract=True)
     graph = from_jax(program.fn, *program.args)
     arrays = featurize(graph, extended=True)
     assert arrays.node_feat.shape == (graph.num_nodes, NUM_NODE_FEATURES + len(EXTENDED_FEATURE_NAMES))

@@ -71,7 +71,7 @@ def modules() -> dict[str, str]:
         "control, fused": compile_with_pass(lowered)[1].texts[-1],
         "control, compiled": lowered.compile().as_text(),
         "control, legacy emitters": lowered.compile(compiler_options=legacy).as_text(),
-        "zoo:moe@tiny": program_module(LayoutSpace(load_program("zoo:moe@tiny"))),
+        "zoo:moe@tiny": program_module(LayoutSpace(load_program("zoo:moe@tiny", abstract=True))),
         "handwritten": HANDWRITTEN,
     }
 

@@ -76,7 +76,7 @@ def test_a_config_whose_kernel_key_matches_nothing_is_recorded_failed_and_the_ba
     from hlotune.compiler.layouts import LayoutSpace
     from hlotune.programs import load_program
 
-    real = next(k.key for k in program_kernels(LayoutSpace(load_program("zoo:mlp@tiny"))) if k.kind == "kLoop")
+    real = next(k.key for k in program_kernels(LayoutSpace(load_program("zoo:mlp@tiny", abstract=True))) if k.kind == "kLoop")
     configs = [CompileConfig(kernels=KernelConfig.from_dict({key: {"outer_dimension_partitions": [2]}}))
                for key in ("nothing#0123456789ab", real)]
     bad, good = measure("zoo:mlp@tiny", configs, MeasureSettings(rounds=2)).measurements

@@ -242,7 +242,7 @@ def test_env_follows_the_gymnasium_api():
 def transformer() -> OpGraph:
     from hlotune.programs import load_program
 
-    program = load_program("zoo:transformer@tiny")
+    program = load_program("zoo:transformer@tiny", abstract=True)
     return op_graph(from_jax(program.fn, *program.args))
 
 

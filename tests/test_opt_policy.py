@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 def transformer() -> OpGraph:
     from hlotune.programs import load_program
 
-    program = load_program("zoo:transformer@tiny")
+    program = load_program("zoo:transformer@tiny", abstract=True)
     return op_graph(from_jax(program.fn, *program.args, name=program.name))
 
 

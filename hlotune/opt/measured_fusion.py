@@ -61,7 +61,7 @@ class FusionProblem:
         from hlotune.opt.costs import op_graph
         from hlotune.programs import load_program
 
-        module = program_module(LayoutSpace(load_program(program)))
+        module = program_module(LayoutSpace(load_program(program, abstract=True)))
         sites = FusionSites(module)  # the kernels with choices, as nodes of the module's graph
         choices, graph = sites.choices, op_graph(sites.graph)
         key_of_node = dict(zip(sites.node_config_ids.tolist(), sites.keys))

@@ -47,7 +47,7 @@ def _check_same_program(name: str, fingerprint: str) -> None:
     from hlotune.programs import load_program
     from hlotune.tuning.fingerprint import program_fingerprint
 
-    if program_fingerprint(load_program(name)) != fingerprint:
+    if program_fingerprint(load_program(name, abstract=True)) != fingerprint:
         raise HlotuneError(f"{name} no longer computes what was tuned (its fingerprint changed)")
 
 

@@ -121,7 +121,7 @@ def resolve_fingerprint(db: TuningDatabase, program: str) -> str:
     from hlotune.tuning.fingerprint import program_fingerprint
 
     if is_program_spec(program):
-        return program_fingerprint(load_program(program))
+        return program_fingerprint(load_program(program, abstract=True))
     return db.resolve(program)
 
 

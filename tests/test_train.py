@@ -16,6 +16,7 @@ from hlotune.errors import HlotuneError
 from hlotune.models import GraphCostModel, ModelSettings, predict_scores
 from hlotune.train import CombinedLoss, TrainSettings, train
 from hlotune.train import trainer as trainer_module
+from hlotune.train.log import Curves, EpochLog
 from hlotune.train.losses import listmle_loss, mse_loss, pairwise_hinge_loss, pairwise_logistic_loss
 from hlotune.train.targets import centred
 
@@ -112,6 +113,18 @@ def test_layout_training_lowers_the_loss_and_writes_its_files(layout_dir, tmp_pa
     assert (tmp_path / "curves.png").read_bytes().startswith(b"\x89PNG")
     model = GraphCostModel.load(result.model_dir)
     assert predict_scores(model, Dataset(layout_dir)[0]).shape == (20,)
+
+
+def test_the_curves_are_drawn_at_most_every_so_often_and_after_the_last_epoch(tmp_path):
+    curves = Curves(tmp_path / "curves.png", every_s=3600)
+    history = [EpochLog(epoch, 1 / epoch, 0.5, 0.7, 1e-3, 1.0) for epoch in (1, 2, 3)]
+    curves.update(history[:1], last=False)  # the first epoch's: nothing was drawn yet
+    assert curves.path.read_bytes().startswith(b"\x89PNG")
+    curves.path.unlink()
+    curves.update(history[:2], last=False)  # within the hour: not drawn again
+    assert not curves.path.exists()
+    curves.update(history, last=True)
+    assert curves.path.read_bytes().startswith(b"\x89PNG")
 
 
 def test_tile_training_lowers_the_loss_and_skips_unlabelled_graphs(tile_dir, tmp_path):

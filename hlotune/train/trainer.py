@@ -13,7 +13,7 @@ matches an uninterrupted one.
     out_dir/model/        best model by validation (config.json, model.safetensors)
     out_dir/checkpoint/   last finished epoch (model, optimizer, trainer_state.json)
     out_dir/log.csv       epoch, train_loss, valid_tau, valid_opa, lr, seconds
-    out_dir/curves.png
+    out_dir/curves.png    log.csv drawn, at most every 30 s and after the last epoch
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from hlotune.train import distributed
 from hlotune.train.checkpoint import TrainerState, load_checkpoint, replace_folder, save_checkpoint
 from hlotune.train.distributed import Group
 from hlotune.train.gst import GSTSettings, SegmentTraining
-from hlotune.train.log import EpochLog, plot_curves, write_csv
+from hlotune.train.log import Curves, EpochLog, write_csv
 from hlotune.train.multitask import JointTask, transfer_node_layers
 from hlotune.train.losses import CombinedLoss
 from hlotune.train.targets import centred, log_targets, measured
@@ -217,6 +217,7 @@ def _train(
     run = _TrainingRun(wrapped, optimizer, loss_fn, train_sets,
                _labelled_files(train_sets), settings, group, joint)
 
+    curves = Curves(out / PLOT_FILE)
     while state.epoch < epochs and not state.stopped_early:
         started = time.perf_counter()
         train_loss = distributed.mean(_train_epoch(run, state, progress), group)
@@ -239,7 +240,7 @@ def _train(
         _keep_best(model, out / MODEL_DIR, state, value, patience, joint)
         save_checkpoint(out / CHECKPOINT_DIR, model, optimizer, state)
         write_csv(out / LOG_FILE, state.history)
-        plot_curves(out / PLOT_FILE, state.history)
+        curves.update(state.history, last=state.epoch >= epochs or state.stopped_early)
         distributed.from_main(state, group)
     return TrainResult(
         model_dir=out / MODEL_DIR,

@@ -144,6 +144,25 @@ def test_measurement_survives_a_config_that_crashes_xla():
     assert result.noise_floor >= 0 and result.default_ns > 0
 
 
+def test_a_worker_runs_an_exported_program_that_calls_lapack(tmp_path):
+    """A worker that never lowered a linalg op runs a loaded module's LAPACK calls (jax 0.8
+    crashes on them unless the module's bytes, which name them, set LAPACK up); a module
+    without such calls does not pay for scipy's LAPACK."""
+    import jax.numpy as jnp
+
+    from hlotune.programs.exported import _LAPACK_CALL, export_function
+
+    def least_squares(a, b):
+        return jnp.linalg.lstsq(a, b)[0]
+
+    a, b = jnp.array([[2.0, 1.0], [1.0, 3.0], [1.0, 0.0]]), jnp.arange(3.0)
+    exported = export_function(least_squares, (a, b))
+    assert _LAPACK_CALL in exported.module
+    assert _LAPACK_CALL not in export_function(lambda a, b: a.T @ b, (a, b)).module
+    (measured,) = measure(exported.save(tmp_path), [DEFAULT_CONFIG], FAST).measurements
+    assert measured.status == OK, measured.reason
+
+
 def test_a_measurer_measures_batch_after_batch_in_one_worker():
     """A collection's or a tuning run's batches share the worker that loaded the program; a
     batch starts with nothing compiled, and a crash in one leaves the next whole."""

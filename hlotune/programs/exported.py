@@ -143,7 +143,8 @@ def load_exported(spec: str) -> Program:
 def _program(spec: str, module: bytes, args: list[np.ndarray]) -> Program:
     from jax import export
 
-    _initialize_lapack()
+    if _LAPACK_CALL in module:
+        _initialize_lapack()
     try:
         exported = export.deserialize(bytearray(module))
     except Exception as error:
@@ -156,9 +157,14 @@ def _program(spec: str, module: bytes, args: list[np.ndarray]) -> Program:
     return Program(spec, exported.call, tuple(positional))
 
 
+# A module that calls jaxlib's LAPACK kernels names them in its bytes (lapack_sgetrf_ffi, ...).
+_LAPACK_CALL = b"lapack_"
+
+
 def _initialize_lapack() -> None:
     """Set up jaxlib's LAPACK kernels, which a loaded module's LAPACK custom calls run: jax 0.8
-    does it only when it lowers a linalg op itself, and XLA:CPU crashes on a call without."""
+    does it only when it lowers a linalg op itself, and XLA:CPU crashes on a call without. It
+    loads scipy's LAPACK (0.4 s), so only a module that makes such calls pays for it."""
     from jaxlib import lapack
 
     lapack.prepare_lapack_call("getrf_ffi", np.float32)

@@ -32,8 +32,9 @@ SWITCH = "HLOTUNE_FORK_WORKERS"
 WORKER_COMMAND = ("-m", "hlotune.compiler.worker")
 # Environment variables read when a process starts or imports jax, not later.
 STARTUP_VARIABLES = ("JAX_", "XLA_", "TF_", "TPU_", "PYTHON", "LD_", "OMP_", "OPENBLAS_", "MKL_")
+# What a worker imports, some of it only at its first compile (jax.extend.core: a layout build).
 PRELOAD = ("hlotune.compiler.worker", "hlotune.compiler.config", "hlotune.compiler.hook",
-           "hlotune.compiler.layouts", "hlotune.programs.zoo")
+           "hlotune.compiler.layouts", "hlotune.programs.zoo", "jax.extend.core")
 
 
 def start_worker(stderr: IO[bytes]) -> subprocess.Popen | ForkedWorker:

@@ -14,7 +14,7 @@ from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.tuning.runners.local import LocalRunner
 from hlotune.tuning.runners.ray import _split, cluster_machine
-from hlotune.tuning.runners.registry import make_runner
+from hlotune.tuning.runners.registry import make_runner, open_runner
 from hlotune.tuning.storage import TuningDatabase
 from hlotune.tuning.tuner import tune
 
@@ -30,9 +30,16 @@ def local_ray():
     ray.shutdown()
 
 
-def test_a_tune_through_ray_workers_stores_their_measurements(local_ray, tmp_path):
+@pytest.fixture(scope="module")
+def ray_runner(local_ray):
+    """The runner `ray` names, its worker started once for the module's tunes."""
+    with open_runner("ray") as runner:
+        yield runner
+
+
+def test_a_tune_through_ray_workers_stores_their_measurements(ray_runner, tmp_path):
     path = tmp_path / "t.sqlite"
-    result = tune("zoo:mlp@tiny", budget=3, batch=2, db_path=path, runner="ray", **CHEAP)
+    result = tune("zoo:mlp@tiny", budget=3, batch=2, db_path=path, runner=ray_runner, **CHEAP)
     assert result.measurements == 3
     with TuningDatabase(path) as db:  # the worker is this machine: its fingerprint is ours
         records = db.records(result.fingerprint)
@@ -40,7 +47,7 @@ def test_a_tune_through_ray_workers_stores_their_measurements(local_ray, tmp_pat
         assert db.best(result.fingerprint).chosen == result.best_config
 
 
-def test_a_fleet_tune_measures_on_ray_workers_and_writes_the_shared_database(local_ray, tmp_path):
+def test_a_fleet_tune_measures_on_ray_workers_and_writes_the_shared_database(ray_runner, tmp_path):
     import jax
 
     import hlotune
@@ -53,7 +60,7 @@ def test_a_fleet_tune_measures_on_ray_workers_and_writes_the_shared_database(loc
     for _ in range(3):
         jax.block_until_ready(recorded(jnp.ones((32, 32)), jnp.ones((32, 32))))
     recorder_for(location).flush()
-    result = fleet_tune(location, allocate=by_time, budget=2, hours=None, runner="ray", show=False)
+    result = fleet_tune(location, allocate=by_time, budget=2, hours=None, runner=ray_runner, show=False)
     (outcome,) = result.outcomes
     assert outcome.measured == 2  # the recorded program's export: file travelled to the worker
     with TuningDatabase(location) as db:

@@ -16,11 +16,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
 from hlotune.tuning.recorded import recorded_spec
 from hlotune.tuning.storage import Recording, TuningDatabase, Verification
+
+if TYPE_CHECKING:
+    from hlotune.tuning.runners.base import Runner
 
 
 class BudgetSpent(Exception):
@@ -52,7 +56,7 @@ class Spender:
     location: str
     budget: int | None  # configs measured over the fleet
     deadline: float | None  # monotonic
-    runner: str = "local"
+    runner: Runner | str = "local"  # open, shared by the fleet's tunes
     seed: int = 0
     show: bool = True
     measured: int = 0
@@ -91,10 +95,13 @@ class FleetTuneResult:
 
 
 def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], None],
-               budget: int | None, hours: float | None, runner: str = "local", seed: int = 0,
+               budget: int | None, hours: float | None, runner: Runner | str = "local", seed: int = 0,
                verify_rounds: int = 10, show: bool = True) -> FleetTuneResult:
     """Spend `budget` measured configs and/or `hours` on the fleet recorded at `location` as
-    `allocate` divides it, then verify the decisions kept (tuning/verify.py)."""
+    `allocate` divides it, then verify the decisions kept (tuning/verify.py). The runner is
+    opened once for all the tunes: a Ray runner's connection and workers start once, not per
+    program."""
+    from hlotune.tuning.runners.registry import open_runner
     from hlotune.tuning.verify import verify_decision
 
     if budget is None and hours is None:
@@ -104,11 +111,12 @@ def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], 
         programs = [r for r in db.recordings() if r.tunable]
     if not programs:
         raise HlotuneError(f"{location}: no tunable program recorded on this machine (run them under hlotune.jit)")
-    spend = Spender(location, budget, None if hours is None else started + hours * 3600, runner, seed, show)
-    try:
-        allocate(programs, spend)
-    except BudgetSpent:
-        note(f"fleet budget spent: {spend.measured} configs measured", show=show)
+    with open_runner(runner) as opened:
+        spend = Spender(location, budget, None if hours is None else started + hours * 3600, opened, seed, show)
+        try:
+            allocate(programs, spend)
+        except BudgetSpent:
+            note(f"fleet budget spent: {spend.measured} configs measured", show=show)
     verified = {}
     for program in dict.fromkeys(o.program for o in spend.outcomes):
         verification = verify_decision(location, program, rounds=verify_rounds)

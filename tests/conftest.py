@@ -40,19 +40,6 @@ def _share_compiles() -> None:
 _share_compiles()
 
 
-# The longest files, handed out first: pytest-xdist gives its workers whole files in collection
-# order, so a long one left for last keeps one worker busy while the other has finished.
-# Measured with --durations (their wall times: 60 s to 12 s); a stale entry only costs balance.
-LONGEST_FILES = ("test_corpus.py", "test_zoo.py", "test_tune.py", "test_compiler.py",
-                 "test_export_pytrees.py", "test_jit.py", "test_cli.py", "test_train.py",
-                 "test_pretrained.py", "test_report.py", "test_ray_runner.py", "test_ddp.py")
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    rank = {name: index for index, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file whole
-
-
 @pytest.fixture(scope="session")
 def tpugraphs_dir() -> Path:
     """The real TpuGraphs fixture folder, or a skip where this checkout has none.

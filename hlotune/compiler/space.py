@@ -49,14 +49,14 @@ _PASS, _SITE, _KERNEL, _FUSION = "pass:", "layout:", "kernel:", "fusion:"
 PARTITION_CHOICES = ((1,), (2,), (4,), (8,), (16,))
 # Library fusions (YNNPACK, oneDNN) thread themselves: XLA's partitions do not reach them.
 UNTUNABLE_KINDS = ("kCustom",)
+_ALGSIMP = "algsimp"
+
+Genome = dict[str, Any]
 
 
 def tunable_kernels(kernels: Sequence[Kernel]) -> list[Kernel]:
     """The kernels whose partitions XLA lets us choose, in their order."""
     return [kernel for kernel in kernels if kernel.kind not in UNTUNABLE_KINDS]
-_ALGSIMP = "algsimp"
-
-Genome = dict[str, Any]
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+import time
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -157,8 +160,9 @@ def test_what_the_user_calls_costs_what_the_tuner_measured(tmp_path):
     (XLA:CPU's threads fall asleep: 45 µs here) fails. The budget itself (issue 29: max(1%,
     20 µs)) is benchmarks/compiled_overhead_bench.py's to check on a quiet machine; beside the
     suite's other worker a sound wrapper read 21.5 µs, so this test allows max(1%, 30 µs).
-    Minima over interleaved blocks; another attempt where a busy machine disturbed every block
-    of one."""
+    Minima over interleaved blocks, attempted again for up to 20 s where a busy machine
+    disturbed every block of one: in the suite a neighbour's burst once held compiled() at 110
+    µs to raw's 44 for all three back-to-back attempts (2.6 s)."""
     path, args = tmp_path / "t.sqlite", _arguments()
     space = LayoutSpace(Program("mlp", mlp, args))
     raw = compile_config(space.build(FLAGS.layout).lower(*space.leaves), FLAGS)
@@ -167,11 +171,15 @@ def test_what_the_user_calls_costs_what_the_tuner_measured(tmp_path):
     decorated = hlotune.autotune(db=path)(mlp)
     calls = {"raw": lambda: raw(*space.leaves), "compiled()": lambda: user(*args),
              "autotune": lambda: decorated(*args)}
-    for attempt in range(3):
+    deadline = time.monotonic() + 20
+    for attempt in itertools.count():
         times = interleaved_call_times(calls, rounds=15, block_s=0.01, seed=attempt)
         floor = times["raw"].min()
         excess = {name: times[name].min() - floor for name in ("compiled()", "autotune")}
         if all(extra <= max(0.01 * floor, 30e-6) for extra in excess.values()):
             return
+        if time.monotonic() > deadline:
+            break
+        time.sleep(1)  # the burst may pass
     pytest.fail(", ".join(f"{name} {extra * 1e6:.1f} µs" for name, extra in excess.items())
                 + f" over the raw executable's {floor * 1e6:.1f} µs")

@@ -23,10 +23,12 @@ def _share_compiles() -> None:
     """One jax persistent compilation cache for the run, its workers and their children: the
     same program and config compile once, not in every test that measures them (the default
     config of zoo:mlp@tiny in dozens). Every compile still reaches XLA once a run, and the
-    suite checks hlotune under the cache, as users who turn it on run it. A size cap makes jax
-    lock the folder around each read and write: unlocked, a worker could read an entry another
-    is still writing. Set here, before any test module imports jax, which reads these at
-    import; the process that made the folder removes it."""
+    suite checks hlotune under the cache, as users who turn it on run it. No size cap: with
+    one, jax locks the folder and, at every write, lists and stats every entry to evict (550
+    entries a run, 15 core-s); without it, a reader meeting an entry still being written fails
+    to decompress it, and jax warns and compiles anew (none in a full run). Set here, before
+    any test module imports jax, which reads these at import; the process that made the
+    folder removes it."""
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return
     folder = tempfile.mkdtemp(prefix="hlotune-tests-jax-cache-")
@@ -34,7 +36,6 @@ def _share_compiles() -> None:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
     os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
-    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(8 << 30)
 
 
 _share_compiles()

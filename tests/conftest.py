@@ -25,11 +25,11 @@ def _share_compiles() -> None:
     same program and config compile once, not in every test that measures them (the default
     config of zoo:mlp@tiny in dozens). Every compile still reaches XLA once a run, and the
     suite checks hlotune under the cache, as users who turn it on run it. No size cap: with
-    one, jax locks the folder and, at every write, lists and stats every entry to evict (550
-    entries a run, 15 core-s); without it, a reader meeting an entry still being written fails
-    to decompress it, and jax warns and compiles anew (none in a full run). Set here, before
-    any test module imports jax, which reads these at import; the process that made the
-    folder removes it."""
+    one, jax locks the folder and, at every write, lists every entry and reads its access time
+    to evict (a run writes 550 entries; at 550 a scan takes 76 ms); without it, a reader
+    meeting an entry still being written fails to decompress it, and jax warns and compiles
+    anew (no such warning in a full run). Set here, before any test module imports jax,
+    which reads these at import; the process that made the folder removes it."""
     if "JAX_COMPILATION_CACHE_DIR" in os.environ:
         return
     folder = tempfile.mkdtemp(prefix="hlotune-tests-jax-cache-")
@@ -46,7 +46,7 @@ _share_compiles()
 # follow as pytest-xdist orders them by default, most tests first (addopts turns that off
 # with --no-loadscope-reorder). xdist gives each worker whole files, so a long file with few
 # tests left for last (test_ddp, one test, 12 s) kept a worker busy while the other sat idle,
-# 10 s at the end of a run. A stale entry only costs balance.
+# 12 s at the end of a run (now 2 s). A stale entry only costs balance.
 LONGEST_FILES = ("test_corpus.py", "test_tune.py", "test_zoo.py", "test_jit.py", "test_export_pytrees.py",
                  "test_compiler.py", "test_cli.py", "test_pretrained.py", "test_train.py", "test_report.py",
                  "test_fleet.py", "test_ray_runner.py", "test_opt_schedule_real.py", "test_zygote.py",

@@ -56,7 +56,7 @@ class Spender:
     location: str
     budget: int | None  # configs measured over the fleet
     deadline: float | None  # monotonic
-    runner: Runner | str = "local"  # open, shared by the fleet's tunes
+    runner: Runner  # open, shared by the fleet's tunes
     seed: int = 0
     show: bool = True
     measured: int = 0

@@ -40,6 +40,8 @@ from hlotune.programs.program import EXPORT_PREFIX, Program
 _MODULE = "module"
 _HOST_CALLBACKS = "serialization of host_callbacks"  # jax.export's refusal
 _CUSTOM_CALL = re.compile(r"stablehlo\.custom_call\s*@([\w.$-]+)")  # its target, in MLIR text
+# A module that calls jaxlib's LAPACK kernels names them in its bytes (lapack_sgetrf_ffi, ...).
+_LAPACK_CALL = b"lapack_"
 
 
 class HostCallbacks(HlotuneError):
@@ -155,10 +157,6 @@ def _program(spec: str, module: bytes, args: list[np.ndarray]) -> Program:
     typed = [arg if arg.dtype == v.dtype else arg.view(v.dtype) for arg, v in zip(args, avals)]
     positional, _ = exported.in_tree.unflatten(typed)
     return Program(spec, exported.call, tuple(positional))
-
-
-# A module that calls jaxlib's LAPACK kernels names them in its bytes (lapack_sgetrf_ffi, ...).
-_LAPACK_CALL = b"lapack_"
 
 
 def _initialize_lapack() -> None:

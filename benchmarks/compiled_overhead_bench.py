@@ -1,6 +1,6 @@
 """Compiled-call overhead benchmark: does what the user calls cost what the tuner measured?
 
-In one process, per program and config, four callables timed interleaved (tuning/call_timing.py:
+In one process, per program and config, four callables timed interleaved (compiler/call_timing.py:
 blocks of back-to-back calls in a fresh random order every round), twice: each call waiting for
 its outputs (a loop that reads every result), and a block waiting once at its end (dispatch may
 overlap compute):
@@ -57,7 +57,7 @@ from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.hook import compile_config
 from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.programs import Program, load_program
-from hlotune.tuning.call_timing import interleaved_call_times
+from hlotune.compiler.call_timing import interleaved_call_times
 from hlotune.tuning.storage import Decision, TuningDatabase
 
 BOUND_FRACTION, BOUND_S = 0.01, 20e-6

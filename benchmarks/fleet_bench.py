@@ -23,7 +23,7 @@ recordings, tunes, after-runs), so a stopped run resumes where it stopped (the d
 whatever the rates, so a further draw of the same seed re-weights its runs rather than tuning
 again, and a fleet that grows (programs added to fleet_programs.py, last) records and tunes only
 the new programs there; every other allocation must run afresh on the grown fleet. What `fleet
-report` predicts, the verified speedups (tuning/verify.py) at the draw's rates, is set beside
+report` predicts, the verified speedups (fleet/verify.py) at the draw's rates, is set beside
 what the after-runs measured.
 
     python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0

@@ -1,10 +1,10 @@
 """Verification benchmark: where should a fleet tune time the decisions it kept?
 
 `hlotune fleet tune` times each kept decision beside jax.jit in its own process, after its
-tunes (tuning/verify.py): torch loaded, many programs compiled and measured there. The fleet
+tunes (fleet/verify.py): torch loaded, many programs compiled and measured there. The fleet
 benchmark's after-run times the same decision in a fresh process, through `hlotune.jit`, as the
 program runs (fleet_bench.py). This times each decision of one fleet benchmark run again in
-fresh processes, with the same timing as the fleet tune's (tuning/verify.py's time_decision),
+fresh processes, with the same timing as the fleet tune's (fleet/verify.py's time_decision),
 and sets the three beside each other: which reading says what the program delivers? A reading
 that differs from the after-run by more than a process's noise misleads both the floor a
 decision must clear (VERIFIED_FLOOR) and what `fleet report` predicts.
@@ -39,7 +39,7 @@ def fresh(location: str, name: str, rounds: int) -> float:
 
 def _worker(location: str, name: str, rounds: int) -> dict:
     from hlotune.tuning.storage import TuningDatabase
-    from hlotune.tuning.verify import time_decision
+    from hlotune.fleet.verify import time_decision
 
     with TuningDatabase(location) as db:
         recording = next(r for r in db.recordings() if r.name == name)

@@ -22,7 +22,7 @@ from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.tuning import autotune, tuner
-from hlotune.tuning.call_timing import interleaved_call_times
+from hlotune.compiler.call_timing import interleaved_call_times
 from hlotune.tuning.compiled import compile_config as compile_program
 from hlotune.tuning.storage import Decision, TuningDatabase
 

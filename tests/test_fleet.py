@@ -11,7 +11,7 @@ import pytest
 import hlotune
 from hlotune.fleet.allocation import PROBE, by_time, halving
 from hlotune.fleet.tune import BudgetSpent, Outcome
-from hlotune.tuning.recorder import recorder_for
+from hlotune.fleet.recorder import recorder_for
 from hlotune.tuning.storage import Recording, TuningDatabase
 
 
@@ -52,7 +52,7 @@ def test_a_fleet_tune_spends_its_budget_most_recorded_time_first_and_resumes(fle
     assert [t["program"] for t in again["tunes"]][:2] == [f"{__name__}.rolled", f"{__name__}.squashed"]
     report = json.loads(cli("fleet", "report", "--db", fleet, "--json").stdout)
     rolled_row = next(p for p in report["programs"] if p["name"].endswith("rolled"))
-    assert rolled_row["tuning_s"] > 0 and rolled_row["seconds_per_day"] > 0 and rolled_row["reported"] is not None
+    assert rolled_row["tuning_s"] > 0 and rolled_row["recorded_s"] > 0 and rolled_row["reported"] is not None
     assert (rolled_row["verified"] is None) == (rolled_row["reported"] == 1.0)  # kept configs are verified
     assert report["tuning_s"] >= rolled_row["tuning_s"]
     status = [json.loads(line) for line in cli("fleet", "status", "--db", fleet, "--json").stdout.splitlines()]

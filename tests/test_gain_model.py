@@ -21,8 +21,8 @@ from hlotune.fleet.program_features import FEATURE_NAMES, program_features, prog
 from hlotune.fleet.tune import Outcome
 from hlotune.programs import load_program
 from hlotune.tuning.options import TuneOptions
-from hlotune.tuning.recorded import recorded_spec
-from hlotune.tuning.recorder import recorder_for
+from hlotune.fleet.recorded import recorded_spec
+from hlotune.fleet.recorder import recorder_for
 from hlotune.tuning.storage import Recording, TuningDatabase
 from hlotune.tuning.tuner import tune
 

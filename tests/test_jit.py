@@ -19,7 +19,8 @@ import hlotune
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.tuning.autotune import DATABASE, JIT
-from hlotune.tuning.recorder import SAMPLE_EVERY, recorder_for
+from hlotune.fleet.jit import TRIAL
+from hlotune.fleet.recorder import SAMPLE_EVERY, next_sample, recorder_for
 from hlotune.tuning.storage import CallCount, Decision, TuningDatabase
 from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR
 
@@ -75,17 +76,28 @@ def test_each_program_is_recorded_once_and_its_calls_counted(location):
     assert big.seconds > 0 and small.calls == 1 and big.program != small.program
 
 
-def test_a_stored_decision_is_applied_at_the_next_compile(location):
+def test_a_stored_decision_is_on_trial_at_the_next_compile_or_applied_without_one(location):
     params, x = _args()
     recorded = hlotune.jit(mlp, static_argnums=2, db=location)
     assert recorded.choice(params, x, 2).source == JIT
     fingerprint = recorded.choice(params, x, 2).fingerprint
     with TuningDatabase(location) as db:
         db.decide(Decision(fingerprint, CHOSEN, CHOSEN, 200.0, 150.0, 0.01, "random", "flags", 1.0))
-    applied = hlotune.jit(mlp, static_argnums=2, db=location)  # a later process, as it were
+    trialled = hlotune.jit(mlp, static_argnums=2, db=location)  # a later process, as it were
+    assert trialled.choice(params, x, 2).source == TRIAL
+    np.testing.assert_allclose(trialled(params, x, 2), jax.jit(mlp, static_argnums=2)(params, x, 2), rtol=1e-6)
+    applied = hlotune.jit(mlp, static_argnums=2, db=location, trial=False)
     assert applied.choice(params, x, 2).source == DATABASE
     assert applied.choice(params, x, 2).config == CHOSEN
     np.testing.assert_allclose(applied(params, x, 2), jax.jit(mlp, static_argnums=2)(params, x, 2), rtol=1e-6)
+
+
+def test_the_sampling_schedule_times_calls_2_4_8_up_to_64_then_every_64th():
+    timed, calls = [], 0
+    while calls < 128:
+        calls = next_sample(calls)
+        timed.append(calls)
+    assert timed == [2, 4, 8, 16, 32, 64, 128] and next_sample(128) == 192
 
 
 def test_a_program_that_cannot_be_exported_is_recorded_as_tunable_only_in_its_process(location):
@@ -172,10 +184,10 @@ def test_two_processes_record_one_tunes_and_a_third_applies(db_location, cli):
     assert json.loads(tuned.stdout)["fingerprint"] == status["fingerprint"]  # the same program
     (status,) = [json.loads(line) for line in cli("fleet", "status", "--db", db_location, "--json").stdout.splitlines()]
     result = json.loads(tuned.stdout)
-    # a kept config is timed beside jax.jit, and applied where that found it faster
-    applied = not result["kept_default"] and result["verified_speedup"] >= VERIFIED_FLOOR
-    assert status["decision"] == ("applied" if applied else "default kept" if result["kept_default"] else "no verified gain")
-    assert _record(db_location, 1) == (DATABASE if applied else JIT)
+    # a kept config is timed beside jax.jit, and goes on trial where that found it faster
+    trialled = not result["kept_default"] and result["verified_speedup"] >= VERIFIED_FLOOR
+    assert status["decision"] == ("on trial" if trialled else "default kept" if result["kept_default"] else "no verified gain")
+    assert _record(db_location, 1) == (TRIAL if trialled else JIT)
 
 
 def test_the_fleet_commands_answer_bad_input_in_one_line(tmp_path, cli):
@@ -193,7 +205,7 @@ def test_the_fleet_commands_answer_bad_input_in_one_line(tmp_path, cli):
 
 
 def test_a_decision_not_verified_faster_than_jax_jit_is_not_applied(location):
-    """Nor counted: fleet status says so, and fleet report gives it no saving."""
+    """Nor trialled or counted: fleet status says so, and fleet report gives it no saving."""
     from hlotune.fleet.savings import fleet_savings
     from hlotune.fleet.status import fleet_status
     from hlotune.tuning.storage import Verification
@@ -205,7 +217,7 @@ def test_a_decision_not_verified_faster_than_jax_jit_is_not_applied(location):
         db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=110.0, rounds=10, timestamp=2.0))
         db.record_calls(fingerprint, CallCount(100, 1, 1e-3, time.time() - 3600))
         (status,), (saving,) = fleet_status(db), fleet_savings(db).programs
-    assert (status.decision, saving.verified, saving.saved_per_day) == ("no verified gain", pytest.approx(100 / 110), 0.0)
+    assert (status.decision, saving.verified, saving.saved_s) == ("no verified gain", pytest.approx(100 / 110), 0.0)
     assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == JIT
     with TuningDatabase(location) as db:  # 1.01x: within the verification's spread
         db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=101.0, tuned_ns=100.0, rounds=10, timestamp=2.5))
@@ -213,5 +225,6 @@ def test_a_decision_not_verified_faster_than_jax_jit_is_not_applied(location):
     with TuningDatabase(location) as db:
         db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=90.0, rounds=10, timestamp=3.0))
         (status,), (saving,) = fleet_status(db), fleet_savings(db).programs
-    assert (status.decision, saving.verified) == ("applied", pytest.approx(100 / 90)) and saving.saved_per_day > 0
-    assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == DATABASE
+    assert (status.decision, saving.verified, saving.source) == ("on trial", pytest.approx(100 / 90), "verified")
+    assert saving.saved_share == pytest.approx(0.1)
+    assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == TRIAL

@@ -53,7 +53,7 @@ def test_a_fleet_tune_measures_on_ray_workers_and_writes_the_shared_database(ray
     import hlotune
     from hlotune.fleet.allocation import by_time
     from hlotune.fleet.tune import fleet_tune
-    from hlotune.tuning.recorder import recorder_for
+    from hlotune.fleet.recorder import recorder_for
 
     location = str(tmp_path / "fleet.sqlite")
     recorded = hlotune.jit(lambda x, y: jnp.tanh(x @ y) @ y, db=location)

@@ -162,10 +162,11 @@ class LayoutSpace:
 
         return jax.jit(self._configured(config), in_shardings=tuple(self.entry_formats(config)))
 
-    def build_like_program(self, config: LayoutConfig) -> Callable:
+    def build_like_program(self, config: LayoutConfig, donate_argnums: tuple[int, ...] = ()) -> Callable:
         """`build(config)` as a jitted function of the program's own arguments, returning its
         own outputs: the same module (parameter names aside), whose compiled executable a user
-        calls as the original, jax dispatching the pytrees in C++ with no Python per call."""
+        calls as the original, jax dispatching the pytrees in C++ with no Python per call; the
+        arguments at `donate_argnums` are donated, as jax.jit donates them."""
         import jax
 
         flat = self._configured(config)
@@ -174,7 +175,7 @@ class LayoutSpace:
             return self._out_tree.unflatten(flat(*jax.tree_util.tree_leaves(args)))
 
         formats = self._treedef.unflatten(self.entry_formats(config))
-        return jax.jit(configured, in_shardings=formats)
+        return jax.jit(configured, in_shardings=formats, donate_argnums=donate_argnums)
 
     def _configured(self, config: LayoutConfig) -> Callable:
         from jax.experimental.layout import Layout, with_layout_constraint

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
 from hlotune.fleet.allocation import ALLOCATIONS, DEFAULT_ALLOCATION
 from hlotune.progress import add_quiet
 from hlotune.tuning.db_commands import DB_HELP, open_database
+
+if TYPE_CHECKING:
+    from hlotune.tuning.options import TuneOptions
 
 
 def add_commands(subparsers) -> None:
@@ -66,10 +70,24 @@ def add_commands(subparsers) -> None:
     report.set_defaults(run=run_report)
     for command in (status, tune, report):
         command.add_argument("--db", metavar="DB", help=DB_HELP)
+    subparsers.choices["tune"].set_defaults(tune_recorded=tune_recorded_program)
+
+
+def tune_recorded_program(name: str, db: str | None, options: TuneOptions, runner: str, progress: bool):
+    """`hlotune tune NAME` on a program hlotune.jit recorded: its recorded name, the tune's
+    result, and its verification beside jax.jit (fleet/recorded.py)."""
+    from hlotune.fleet.recorded import find_recording, tune_recorded
+    from hlotune.tuning.storage import default_db_location
+
+    location = db or default_db_location()
+    with open_database(location) as opened:
+        recording = find_recording(opened, name)
+    result, verified = tune_recorded(location, recording, options, runner=runner, progress=progress)
+    return recording.name, result, verified
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from hlotune.fleet.status import APPLIED, fleet_status
+    from hlotune.fleet.status import fleet_status
 
     with open_database(args.db) as db:
         rows = fleet_status(db)
@@ -83,7 +101,11 @@ def run_status(args: argparse.Namespace) -> int:
         return 0
     print(f"{'PROGRAM':<40} {'FINGERPRINT':<13} {'CALLS':>9} {'TIME':>10} {'SHARE':>6}  DECISION")
     for row in rows:
-        decision = f"{row.decision} ({row.speedup:.3f}x)" if row.decision == APPLIED else row.decision
+        decision = row.decision if row.speedup is None else f"{row.decision} ({row.speedup:.3f}x when tuned)"
+        if row.processes:
+            field = f"{row.field_speedup:.3f}x, {row.field_spread[0]:.3f}-{row.field_spread[1]:.3f}x" \
+                if row.field_speedup is not None else "none finished"
+            decision += f"; field: kept in {row.kept} of {row.processes} processes ({field})"
         if row.reason:
             decision += f": {row.reason}"
         print(f"{row.name[:40]:<40} {row.fingerprint[:12]:<13} {row.calls:>9} {row.seconds:>9.3f}s "
@@ -118,22 +140,26 @@ def run_tune(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from hlotune.fleet.savings import fleet_savings
+    from hlotune.fleet.savings import MIN_DAY_WINDOW_S, fleet_savings
 
     with open_database(args.db) as db:
         savings = fleet_savings(db)
     if args.json:
         print(json.dumps(savings.to_json()))
         return 0
-    print(f"{'PROGRAM':<40} {'S/DAY':>10} {'REPORTED':>9} {'VERIFIED':>9} {'SAVED S/DAY':>12} {'TUNING S':>9}")
+    print(f"{'PROGRAM':<40} {'RECORDED S':>11} {'REPORTED':>9} {'VERIFIED':>9} {'SAVED S':>9} {'FROM':>8} "
+          f"{'TUNING S':>9}")
     for p in savings.programs:
-        print(f"{p.name[:40]:<40} {p.seconds_per_day:>10.1f} {_x(p.reported):>9} {_x(p.verified):>9} "
-              f"{p.saved_per_day:>12.2f} {p.tuning_s:>9.0f}")
-    ratio = savings.saving_over_cost
-    print(f"{'total':<40} {savings.seconds_per_day:>10.1f} {'':>9} {'':>9} {savings.saved_per_day:>12.2f} "
+        print(f"{p.name[:40]:<40} {p.recorded_s:>11.2f} {_x(p.reported):>9} {_x(p.verified):>9} "
+              f"{p.saved_s:>9.2f} {p.source:>8} {p.tuning_s:>9.0f}")
+    print(f"{'total':<40} {savings.recorded_s:>11.2f} {'':>9} {'':>9} {savings.saved_s:>9.2f} {'':>8} "
           f"{savings.tuning_s:>9.0f}")
-    if ratio is not None:
-        print(f"a day's saving is {ratio:.2f}x the tuning time")
+    print(f"recorded over {savings.window_s / 3600:.2f} h"
+          + (f": {savings.seconds_per_day:,.0f} s a day, {savings.saved_per_day:,.1f} s a day saved"
+             if savings.saved_per_day is not None else
+             f" (a rate a day needs {MIN_DAY_WINDOW_S / 3600:.0f} h or more of counts)"))
+    if savings.saving_over_cost is not None:
+        print(f"the window's saving is {savings.saving_over_cost:.3f}x the tuning time")
     return 0
 
 

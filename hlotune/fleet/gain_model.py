@@ -74,7 +74,7 @@ def fleet_gains(location: str, programs: list[Recording]) -> dict[str, float]:
     """Each recorded program's predicted speedup (by fingerprint), from a model trained on the
     collection and on what this database has tuned."""
     from hlotune.programs import load_program
-    from hlotune.tuning.recorded import recorded_spec
+    from hlotune.fleet.recorded import recorded_spec
     from hlotune.tuning.storage import TuningDatabase
 
     model = GainModel.for_fleet(location)

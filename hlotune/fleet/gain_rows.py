@@ -101,7 +101,7 @@ def best_gain(configs: FlagConfigArrays) -> float:
 def fleet_rows(location: str) -> GainRows:
     """The database's tuned recorded programs, each its own family."""
     from hlotune.programs import load_program
-    from hlotune.tuning.recorded import recorded_spec
+    from hlotune.fleet.recorded import recorded_spec
 
     features, gains, names = [], [], []
     with TuningDatabase(location) as db:

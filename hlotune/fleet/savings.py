@@ -1,12 +1,14 @@
 """What the fleet's tuning saves, from runs: per program and in total.
 
-A program's saving a day is its recorded time a day (recordings.py: calls x the mean sampled
-call, over the window the counts span) times the share its decision saves, 1 - 1/speedup, where
-the speedup is the one verified beside jax.jit (tuning/verify.py), not the tune's report; a
-program with no verification, or one not verified faster (which hlotune.jit does not apply), saves
-nothing here, whatever its tune reported. Set against the tuning time every fleet tune spent on
-it, a day's saving over that cost is the seeds' figure: XTAT's fleet saves about 15x what its
-tuning costs.
+A program's saving is its recorded time (recordings.py: calls x the mean sampled call, summed
+over processes, over the window the counts span) times the share its decision saves. That
+share comes from the field's trials where there are finished ones (source "field": the mean
+over those processes of 1 - 1/speedup where the trial kept the decision, 0 where it kept
+jax.jit's), else from the verification beside jax.jit (source "verified", where the rule lets it
+apply), else nothing, whatever the tune reported. A rate a day is the recorded time scaled to a
+day, given only where the counts span at least MIN_DAY_WINDOW_S: a few minutes of a few jobs
+say little of a day. Set against the tuning time spent, the saving over that cost is the seeds'
+figure: XTAT's fleet saves about 15x what its tuning costs.
 """
 
 from __future__ import annotations
@@ -14,20 +16,40 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from hlotune.tuning.storage import Recording, TuningDatabase
+from hlotune.tuning.storage.field import KEPT, DecisionState
+
+FIELD, VERIFIED, NONE = "field", "verified", "none"  # where a program's saved share comes from
+MIN_DAY_WINDOW_S = 3600.0  # the shortest window whose counts are scaled to a day
 
 
 @dataclass(frozen=True)
 class ProgramSaving:
     name: str
     fingerprint: str
-    seconds_per_day: float  # recorded
+    recorded_s: float  # over the window its counts span
+    window_s: float
     reported: float | None  # the decision's speedup as its tune measured it (None: not tuned)
     verified: float | None  # beside jax.jit (None: not verified, or the default was kept)
-    saved_per_day: float  # seconds
+    saved_share: float  # of its time, by `source`
+    source: str  # FIELD, VERIFIED or NONE
     tuning_s: float
 
+    @property
+    def saved_s(self) -> float:
+        return self.recorded_s * self.saved_share
+
+    @property
+    def seconds_per_day(self) -> float | None:
+        return self.recorded_s / self.window_s * 86400 if self.window_s >= MIN_DAY_WINDOW_S else None
+
+    @property
+    def saved_per_day(self) -> float | None:
+        day = self.seconds_per_day
+        return None if day is None else day * self.saved_share
+
     def to_json(self) -> dict:
-        return asdict(self)
+        return asdict(self) | {"saved_s": self.saved_s, "seconds_per_day": self.seconds_per_day,
+                               "saved_per_day": self.saved_per_day}
 
 
 @dataclass(frozen=True)
@@ -35,12 +57,24 @@ class FleetSavings:
     programs: list[ProgramSaving]  # most saved first
 
     @property
-    def seconds_per_day(self) -> float:
-        return sum(p.seconds_per_day for p in self.programs)
+    def recorded_s(self) -> float:
+        return sum(p.recorded_s for p in self.programs)
 
     @property
-    def saved_per_day(self) -> float:
-        return sum(p.saved_per_day for p in self.programs)
+    def saved_s(self) -> float:
+        return sum(p.saved_s for p in self.programs)
+
+    @property
+    def window_s(self) -> float:
+        return max((p.window_s for p in self.programs), default=0.0)
+
+    @property
+    def seconds_per_day(self) -> float | None:
+        return self.recorded_s / self.window_s * 86400 if self.window_s >= MIN_DAY_WINDOW_S else None
+
+    @property
+    def saved_per_day(self) -> float | None:
+        return self.saved_s / self.window_s * 86400 if self.window_s >= MIN_DAY_WINDOW_S else None
 
     @property
     def tuning_s(self) -> float:
@@ -48,26 +82,34 @@ class FleetSavings:
 
     @property
     def saving_over_cost(self) -> float | None:
-        """A day's saving over the tuning time spent (None before any tuning)."""
-        return self.saved_per_day / self.tuning_s if self.tuning_s else None
+        """The window's saving over the tuning time spent (None before any tuning)."""
+        return self.saved_s / self.tuning_s if self.tuning_s else None
 
     def to_json(self) -> dict:
-        return {"programs": [p.to_json() for p in self.programs], "seconds_per_day": self.seconds_per_day,
+        return {"programs": [p.to_json() for p in self.programs], "recorded_s": self.recorded_s,
+                "saved_s": self.saved_s, "window_s": self.window_s, "seconds_per_day": self.seconds_per_day,
                 "saved_per_day": self.saved_per_day, "tuning_s": self.tuning_s,
                 "saving_over_cost": self.saving_over_cost}
 
 
 def fleet_savings(db: TuningDatabase) -> FleetSavings:
     programs = [_saving(db, recording) for recording in db.recordings()]
-    return FleetSavings(sorted(programs, key=lambda p: -p.saved_per_day))
+    return FleetSavings(sorted(programs, key=lambda p: -p.saved_s))
 
 
 def _saving(db: TuningDatabase, recording: Recording) -> ProgramSaving:
-    decision = db.best(recording.program)
-    reported = None if decision is None else decision.speedup
-    verification = None if decision is None or decision.kept_default else db.verification(
-        recording.program, decision.chosen.key)
-    verified = None if verification is None else verification.speedup
-    saved = recording.seconds_per_day * (1 - 1 / verified) if verification and verification.applies else 0.0
-    return ProgramSaving(recording.name, recording.program, recording.seconds_per_day, reported,
-                         verified, saved, db.tuning_seconds(recording.program))
+    state = db.state(recording.program)
+    reported = None if state.decision is None else state.decision.speedup
+    verified = None if state.verification is None else state.verification.speedup
+    share, source = _saved_share(state)
+    return ProgramSaving(recording.name, recording.program, recording.seconds, recording.window_s, reported,
+                         verified, share, source, db.tuning_seconds(recording.program))
+
+
+def _saved_share(state: DecisionState) -> tuple[float, str]:
+    finished = state.field.finished
+    if finished:
+        return sum(1 - 1 / t.speedup for t in finished if t.verdict == KEPT) / len(finished), FIELD
+    if state.candidate is not None and state.verification is not None:
+        return max(0.0, 1 - 1 / state.verification.speedup), VERIFIED
+    return 0.0, NONE

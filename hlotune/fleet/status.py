@@ -1,13 +1,14 @@
-"""One line per recorded program: how much it runs and whether a decision applies to it."""
+"""One line per recorded program: how much it runs, and what the rule (storage/field.py) says of
+its decision, with the field's trials behind that."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 from hlotune.tuning.storage import Recording, TuningDatabase
+from hlotune.tuning.storage.field import APPLIED, NOT_TUNED, ON_TRIAL
 
-APPLIED, DEFAULT_KEPT, NOT_TUNED, IN_PROCESS = "applied", "default kept", "not tuned", "in process only"
-NO_VERIFIED_GAIN = "no verified gain"  # beside jax.jit, where the program runs: not applied
+UNEXPORTABLE = "in process only"  # recorded, not exportable: tunable only where it runs
 
 
 @dataclass(frozen=True)
@@ -18,9 +19,13 @@ class ProgramStatus:
     calls: int
     seconds: float  # recorded time: calls x the mean sampled call
     share: float  # of the fleet's recorded time
-    decision: str  # APPLIED, NO_VERIFIED_GAIN, DEFAULT_KEPT, NOT_TUNED or IN_PROCESS
-    speedup: float | None  # the decision's, as its tune measured it (None: none applies)
+    decision: str  # the rule's state (field.py), or UNEXPORTABLE
+    speedup: float | None  # the decision's, as its tune measured it (None: none on trial or applied)
     reason: str  # why it is tunable only in its process ("" otherwise)
+    processes: int = 0  # that ran the decision's trial
+    kept: int = 0  # of them, those whose trial kept it
+    field_speedup: float | None = None  # the median over finished trials (None: none yet)
+    field_spread: tuple[float, float] | None = None  # their lowest and highest
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -34,15 +39,11 @@ def fleet_status(db: TuningDatabase) -> list[ProgramStatus]:
 
 
 def _status(db: TuningDatabase, recording: Recording, total: float) -> ProgramStatus:
-    decision = db.best(recording.program)
-    if decision is None:
-        state, speedup = (NOT_TUNED if recording.tunable else IN_PROCESS), None
-    elif decision.kept_default:
-        state, speedup = DEFAULT_KEPT, None
-    elif (verified := db.verification(recording.program, decision.chosen.key)) and not verified.applies:
-        state, speedup = NO_VERIFIED_GAIN, None
-    else:
-        state, speedup = APPLIED, decision.speedup
+    state = db.state(recording.program)
+    decision = UNEXPORTABLE if state.state == NOT_TUNED and not recording.tunable else state.state
+    speedup = state.decision.speedup if state.state in (APPLIED, ON_TRIAL) else None
+    speedups = state.field.speedups
     return ProgramStatus(recording.name, recording.program, recording.shapes, recording.calls,
-                         recording.seconds, recording.seconds / total if total else 0.0, state,
-                         speedup, recording.reason)
+                         recording.seconds, recording.seconds / total if total else 0.0, decision,
+                         speedup, recording.reason, len(state.field.trials), state.field.kept,
+                         state.field.median, (speedups[0], speedups[-1]) if speedups else None)

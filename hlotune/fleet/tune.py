@@ -7,7 +7,7 @@ worth. The budget counts configs measured over every program (`--budget`) and/or
 so a stopped fleet tune resumes where it stopped, and every tune ends in its final check and a
 stored decision, which the program's next compile under `hlotune.jit` applies. How the budget is
 divided is an allocation (allocation.py). Each program a tune kept a config for is then timed
-beside jax.jit in this process (tuning/verify.py), so `fleet report` reads savings from runs,
+beside jax.jit in this process (fleet/verify.py), so `fleet report` reads savings from runs,
 not from the batch that chose.
 """
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
-from hlotune.tuning.recorded import recorded_spec
+from hlotune.fleet.recorded import tune_recorded
 from hlotune.tuning.storage import Recording, TuningDatabase, Verification
 
 if TYPE_CHECKING:
@@ -64,19 +64,15 @@ class Spender:
 
     def __call__(self, program: Recording, budget: int) -> Outcome:
         from hlotune.tuning.options import TuneOptions
-        from hlotune.tuning.tuner import tune
 
         left = None if self.deadline is None else self.deadline - time.monotonic()
         if (self.budget is not None and self.measured >= self.budget) or (left is not None and left <= 0):
             raise BudgetSpent
-        with TuningDatabase(self.location) as db:
-            spec = recorded_spec(db, program)
-            if self.budget is not None:  # the last tune takes what is left beyond its records
+        if self.budget is not None:  # the last tune takes what is left beyond its records
+            with TuningDatabase(self.location) as db:
                 budget = min(budget, len(db.records(program.program)) + self.budget - self.measured)
         options = TuneOptions(budget=budget, time_s=left, seed=self.seed)
-        result = tune(spec, options=options, db_path=self.location, runner=self.runner, progress=False)
-        with TuningDatabase(self.location) as db:
-            db.record_tune(program.program, budget, result.measurements, result.seconds)
+        result, _ = tune_recorded(self.location, program, options, runner=self.runner, verify=False)
         self.measured += result.measurements
         outcome = Outcome(program, budget, result.measurements, result.seconds,
                           result.found_speedup or 1.0, result.speedup)
@@ -98,11 +94,11 @@ def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], 
                budget: int | None, hours: float | None, runner: Runner | str = "local", seed: int = 0,
                verify_rounds: int = 10, show: bool = True) -> FleetTuneResult:
     """Spend `budget` measured configs and/or `hours` on the fleet recorded at `location` as
-    `allocate` divides it, then verify the decisions kept (tuning/verify.py). The runner is
+    `allocate` divides it, then verify the decisions kept (fleet/verify.py). The runner is
     opened once for all the tunes: a Ray runner's connection and workers start once, not per
     program."""
     from hlotune.tuning.runners.registry import open_runner
-    from hlotune.tuning.verify import verify_decision
+    from hlotune.fleet.verify import verify_decision
 
     if budget is None and hours is None:
         raise HlotuneError("fleet tune needs --budget or --hours: configs to measure or hours to spend")

@@ -14,7 +14,7 @@ compiled by XLA:CPU at POST_SCHEDULER (hlotune.compiler.schedule):
   its peak is no higher, as GO's search refines a sampled placement.
 
 Peak bytes are the executable's temporary bytes (what an order changes). Times are measured in
-this process, interleaved (hlotune.tuning.call_timing), beside a second compile of XLA's best
+this process, interleaved (hlotune.compiler.call_timing), beside a second compile of XLA's best
 order: `ms` is the minimum over rounds of a block's mean, and `noise` how far XLA's two
 replicas differ (relative), what "no change" looks like. Every order's outputs are checked
 against those of XLA's default schedule.
@@ -173,7 +173,7 @@ def _run(compiled: dict, default: Any, args: list, rounds: int,
     import numpy as np
 
     from hlotune.compiler.output_check import check_outputs
-    from hlotune.tuning.call_timing import interleaved_call_times
+    from hlotune.compiler.call_timing import interleaved_call_times
 
     def outputs(executable) -> list:
         return [np.asarray(x) for x in jax.tree_util.tree_leaves(executable(*args))]

@@ -49,6 +49,17 @@ class BoundCall:
         """The traced arguments with keys as key data: the program's example arguments."""
         return to_data(self.traced)
 
+    def donated(self, argnums: Iterable[int], argnames: Iterable[str]) -> tuple[int, ...]:
+        """The positions among `traced` of the arguments jax.jit's `donate_argnums` and
+        `donate_argnames` name (an argument is donated however it was passed)."""
+        params = [] if self.jit.signature is None else list(self.jit.signature.parameters)
+        argnums, argnames = set(argnums), set(argnames)
+        static = {key for key, _ in self.static if isinstance(key, int)}
+        positional = [i for i in range(len(self.traced) - len(self.names) + len(static)) if i not in static]
+        named = [(i, params[i] if i < len(params) else None) for i in positional]
+        named += [(params.index(n) if n in params else None, n) for n in self.names]
+        return tuple(t for t, (i, name) in enumerate(named) if i in argnums or name in argnames)
+
     def caller(self, call: Callable) -> Callable:
         """`call` (a function of the traced arguments) as a function of the user's call, for
         this call's static values only, as a jax.jit executable is compiled for its own."""

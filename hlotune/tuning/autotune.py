@@ -30,17 +30,20 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 from hlotune.programs.calls import BoundCall, JitFunction, jit_function
 from hlotune.programs.keys import KeyedFunction
-from hlotune.tuning.recorder import ProgramCalls, recorder_for
-from hlotune.tuning.storage import default_db_location, local_folder
+from hlotune.tuning.storage import Decision, TuningDatabase, default_db_location, exists, local_folder
+from hlotune.tuning.storage.field import DEFAULT_KEPT
 from hlotune.tuning.keywords import OPTION_NAMES, split_keywords
 from hlotune.tuning.options import TuneOptions
+
+if TYPE_CHECKING:
+    from hlotune.programs.function_program import FunctionProgram
 
 DATABASE, TUNED, JIT = "database", "tuned", "jit"
 
@@ -57,52 +60,33 @@ class Choice:
 @dataclass(frozen=True)
 class Entry:
     choice: Choice
-    call: Callable
-    calls: ProgramCalls | None = None  # counted where the wrapper records
+    call: Callable  # takes the call's traced arguments
 
 
 class Autotuned:
-    """`fn` with a config per argument signature, resolved on first use (see the module);
-    with `recording`, what hlotune.jit adds: each program recorded and its calls counted."""
+    """`fn` with a config per argument signature, resolved on first use (see the module).
+    hlotune.jit's Jitted overrides the hooks `_choose` (what a new signature runs) and
+    `_unexported` (a program jax.export cannot serialize)."""
 
     def __init__(self, jit: JitFunction, *, options: TuneOptions, tune_on_first_call: bool,
-                 db: str | Path | None, progress: bool, recording: bool = False) -> None:
+                 db: str | Path | None, progress: bool) -> None:
         functools.update_wrapper(self, jit.fn)
         self._fn, self._jit = jit.fn, jit
         self._db = db or default_db_location()
-        self._recorder = recorder_for(self._db)
         self._tune_on_first_call, self._options, self._progress = tune_on_first_call, options, progress
-        self._recording = recording
         self._entries: dict[Any, Entry] = {}
         # The last call's executable, where it is jax's Compiled: that checks the arguments
         # itself, in C++, so a call like the last one costs what the raw executable does.
         self._checked: Callable | None = None
-        self._checked_calls: ProgramCalls | None = None
 
     def __call__(self, *args, **kwargs):
         checked = self._checked
         if checked is not None and not kwargs:
-            calls = self._checked_calls
             try:
-                if calls is None:
-                    return checked(*args)
-                if calls.calls + 1 != calls.next_sample:  # counted inline: every call's path
-                    out = checked(*args)
-                    calls.calls += 1
-                    return out
+                return checked(*args)
             except TypeError:  # not the arguments it was compiled for, or tracers: dispatched below
-                return self._dispatch(args, kwargs)
-            return self._counted(calls, checked, args)
+                pass
         return self._dispatch(args, kwargs)
-
-    def _counted(self, calls: ProgramCalls, run: Callable, args: tuple):
-        """`run(*args)`, counted, and timed where it is the next sampled call (recorder.py)."""
-        if calls.calls + 1 == calls.next_sample:
-            out = self._recorder.timed(calls, lambda: run(*args), args)
-        else:
-            out = run(*args)
-        calls.calls += 1  # a TypeError above counts nothing
-        return out
 
     def _dispatch(self, args: tuple, kwargs: dict):
         found = self._lookup(args, kwargs)
@@ -123,12 +107,8 @@ class Autotuned:
     def _run(self, call: BoundCall, entry: Entry, args: tuple, kwargs: dict):
         """Run the entry's executable on the call, making it the next call's first try where the
         call can reach it directly."""
-        import jax
-
-        # a positional call with nothing static passes its arguments as the executable takes them
-        direct = isinstance(entry.call, jax.stages.Compiled) and not kwargs and not call.static
-        self._checked, self._checked_calls = (entry.call, entry.calls) if direct else (None, None)
-        return entry.call(*call.traced) if entry.calls is None else self._counted(entry.calls, entry.call, call.traced)
+        self._checked = entry.call if _direct(call, entry, kwargs) else None
+        return entry.call(*call.traced)
 
     def choice(self, *args, **kwargs) -> Choice:
         """The config calls like `fn(*args, **kwargs)` run (resolving it if needed)."""
@@ -146,58 +126,63 @@ class Autotuned:
         """The entry of `call`'s signature, whose `call` takes its traced arguments."""
         from hlotune.programs.function_program import function_program
         from hlotune.tuning.fingerprint import program_fingerprint
-        from hlotune.tuning.tuner import tune
 
         keyed = call.keyed()
         try:  # exported, or live where host callbacks keep it in this process
             program = function_program(keyed, call.data, local_folder(self._db) / "programs")
         except HlotuneError as error:
-            if not self._recording:
-                raise
-            return self._unexported(call, keyed, str(error))
-        fingerprint = program_fingerprint(program.measured)
-        exported = None if program.exported is None else program.exported.to_bytes
-        calls = self._record(fingerprint, call, exported, program.in_process)
-        decision = self._recorder.decision(fingerprint, self._options.allow_numerics_change)
-        if self._recording and decision is not None and decision.kept_default:
-            decision = None  # nothing to apply: compiled as jax.jit would
+            return self._unexported(call, keyed, error)
+        return self._choose(call, keyed, program, program_fingerprint(program.measured))
+
+    def _choose(self, call: BoundCall, keyed: KeyedFunction, program: FunctionProgram,
+                fingerprint: str) -> Entry:
+        """The stored decision the rule lets apply (storage/field.py), else a tune where asked,
+        else the default, compiled as the tuner measured it."""
+        from hlotune.tuning.tuner import tune
+
+        decision = self._stored(fingerprint)
         if decision is not None:
-            if self._recording:
-                self._recorder.announce(fingerprint, _qualified_name(self._fn), decision)
-            return _compiled(program.user, keyed, Choice(decision.chosen, DATABASE, fingerprint), calls)
+            return _compiled(program.user, keyed, Choice(decision.chosen, DATABASE, fingerprint))
         if self._tune_on_first_call:
             result = tune(program, options=self._options, db_path=self._db, progress=self._progress)
-            return _compiled(program.user, keyed, Choice(result.best_config, TUNED, fingerprint), calls)
-        return Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
+            return _compiled(program.user, keyed, Choice(result.best_config, TUNED, fingerprint))
+        return Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), _plain(call))
 
-    def _unexported(self, call: BoundCall, keyed: KeyedFunction, reason: str) -> Entry:
-        """A program jax.export cannot serialize: recorded as tunable only in this process,
-        compiled as jax.jit would (its fingerprint is the plain lowering's)."""
-        from hlotune.tuning.fingerprint import program_fingerprint
-
-        fingerprint = program_fingerprint(Program(keyed.__name__, keyed, call.data))
-        calls = self._record(fingerprint, call, None, reason)
-        return Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._plain(call), calls)
-
-    def _plain(self, call: BoundCall) -> Callable:
-        """What jax.jit compiles for the call: a Compiled, which later calls reach directly."""
-        import jax
-
-        return jax.jit(call.function).lower(*call.traced).compile()
-
-    def _record(self, fingerprint: str, call: BoundCall, exported: Callable[[], bytes] | None,
-                reason: str) -> ProgramCalls | None:
-        if not self._recording:
+    def _stored(self, fingerprint: str) -> Decision | None:
+        """The decision to apply, the default where a tune kept it (a database file that does
+        not exist holds none, and is not made by looking)."""
+        if not exists(self._db):
             return None
-        return self._recorder.record(fingerprint, _qualified_name(self._fn), _shapes(call.data), exported, reason)
+        with TuningDatabase(self._db) as db:
+            state = db.state(fingerprint, allow_numerics_change=self._options.allow_numerics_change)
+        return state.candidate or (state.decision if state.state == DEFAULT_KEPT else None)
+
+    def _unexported(self, call: BoundCall, keyed: KeyedFunction, error: HlotuneError) -> Entry:
+        raise error
 
 
-def _compiled(program: Program, keyed: KeyedFunction, choice: Choice, calls: ProgramCalls | None) -> Entry:
+def _direct(call: BoundCall, entry: Entry, kwargs: dict) -> bool:
+    """Whether calls like `call` reach the entry's executable directly: a jax Compiled, called
+    positionally with nothing static, takes the arguments as the executable does."""
+    import jax
+
+    return isinstance(entry.call, jax.stages.Compiled) and not kwargs and not call.static
+
+
+def _plain(call: BoundCall) -> Callable:
+    """What jax.jit compiles for the call: a Compiled, which later calls reach directly."""
+    import jax
+
+    return jax.jit(call.function).lower(*call.traced).compile()
+
+
+def _compiled(program: Program, keyed: KeyedFunction, choice: Choice, donate_argnums: tuple[int, ...] = ()) -> Entry:
     """The program as the tuner measured it, the default config too (kept where no candidate
-    beat it): a Compiled, which the next calls reach with no Python lookup, unless keys cross."""
+    beat it): a Compiled, which the next calls reach with no Python lookup, unless keys cross;
+    the arguments at `donate_argnums` (of the traced ones) donated."""
     from hlotune.tuning.compiled import compile_config
 
-    return Entry(choice, keyed.caller(compile_config(program, choice.config)), calls)
+    return Entry(choice, keyed.caller(compile_config(program, choice.config, donate_argnums)))
 
 
 def autotune(
@@ -238,19 +223,3 @@ def _signature(call: BoundCall, leaves: list, tree: Any) -> tuple:
     costs 5 µs a leaf)."""
     shapes = tuple((getattr(leaf, "shape", ()), getattr(leaf, "dtype", type(leaf))) for leaf in leaves)
     return call.static, call.names, tree, shapes
-
-
-def _qualified_name(fn: Callable) -> str:
-    """The function as the user's code names it: module.qualname."""
-    module = getattr(fn, "__module__", None) or ""
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
-    return f"{module}.{name}" if module and module != "__main__" else name
-
-
-def _shapes(data: tuple) -> str:
-    """The flat arguments' dtypes and shapes, e.g. "float32[8,128] int32[]"."""
-    import jax
-    import numpy as np
-
-    leaves = jax.tree_util.tree_leaves(data)
-    return " ".join(f"{np.dtype(leaf.dtype).name}[{','.join(map(str, np.shape(leaf)))}]" for leaf in leaves)

@@ -18,13 +18,12 @@ import json
 from typing import TYPE_CHECKING
 
 from hlotune.progress import add_quiet
-from hlotune.tuning.db_commands import DB_HELP, add_db_commands, open_database
+from hlotune.tuning.db_commands import DB_HELP, add_db_commands
 from hlotune.tuning.recipes.registry import SPACES
 from hlotune.tuning.strategies.registry import FIRST_GENERATIONS, STRATEGIES
 
 if TYPE_CHECKING:
     from hlotune.tuning.options import TuneOptions
-    from hlotune.tuning.storage import Recording, Verification
 
 
 def add_commands(subparsers) -> None:
@@ -109,17 +108,22 @@ def add_commands(subparsers) -> None:
                       "(default: per dtype, docs/compiler.md)")
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_quiet(tune)
-    tune.set_defaults(run=run_tune)
+    tune.set_defaults(run=run_tune, tune_recorded=None)
 
     add_db_commands(subparsers)
 
 
 def run_tune(args: argparse.Namespace) -> int:
+    from hlotune.programs import is_program_spec
+    from hlotune.tuning.final_check import TIE
     from hlotune.tuning.tuner import tune
 
-    spec, recording = _program_spec(args.program, args.db)
-    result = tune(spec, options=_tune_options(args), db_path=args.db, runner=args.runner, progress=not args.quiet)
-    verified = _verified(args.db, recording) if recording is not None and not result.kept_default else None
+    options = _tune_options(args)
+    if is_program_spec(args.program) or args.tune_recorded is None:
+        result = tune(args.program, options=options, db_path=args.db, runner=args.runner, progress=not args.quiet)
+        name, verified = result.program, None
+    else:  # a program hlotune.jit recorded: fleet/commands.py hands this parser its handler
+        name, result, verified = args.tune_recorded(args.program, args.db, options, args.runner, not args.quiet)
     if args.json:
         verified_key = {} if verified is None else {"verified_speedup": verified.speedup}
         print(json.dumps(result.to_json() | verified_key))
@@ -131,13 +135,13 @@ def run_tune(args: argparse.Namespace) -> int:
         best = "the default: no candidate was faster"
     elif result.candidate_speedup is None:
         best = "the default: the best candidate failed when measured again"
-    elif result.confirm_rounds and result.candidate_speedup < 1:
+    elif result.confirm_rounds and result.candidate_speedup < TIE:
         best = (f"the default: the best candidate ran {result.candidate_speedup:.3f}x when measured once "
-                f"more after choosing it, slower than the default beyond the {noise}")
+                f"more after choosing it, a tie or slower (a decision needs {TIE}x there)")
     else:
         measured = result.confirmed_speedup or result.candidate_speedup  # None: decided before rounds
         best = f"the default: the best candidate's {measured:.3f}x, re-measured, is within the {noise}"
-    print(f"{result.program}: {result.space} space, {result.strategy} search, seed {args.seed}")
+    print(f"{name}: {result.space} space, {result.strategy} search, seed {args.seed}")
     print(f"  default       {result.default_ms:.4f} ms")
     print(f"  best          {best}")
     if not result.kept_default and result.confirm_rounds:
@@ -153,14 +157,16 @@ def run_tune(args: argparse.Namespace) -> int:
     if verified is not None:
         from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR
 
-        applies = "hlotune.jit applies it" if verified.applies else f"below {VERIFIED_FLOOR}x: hlotune.jit keeps jax.jit's"
+        applies = ("hlotune.jit trials it in each process" if verified.applies
+                   else f"below {VERIFIED_FLOOR}x: hlotune.jit keeps jax.jit's")
         print(f"  verified      {verified.speedup:.3f}x beside jax.jit in this process, "
               f"{verified.rounds} rounds interleaved ({applies})")
     if not result.kept_default:
         only_flags = result.best_config.layout.is_default and result.best_config.kernels.is_default
         export = "xla_flags" if only_flags else "json"
         database = f" --db {args.db}" if args.db else ""
-        print(f"  use it        hlotune db export {result.program} --format {export}{database}"
+        program = result.program if verified is None else result.fingerprint[:12]
+        print(f"  use it        hlotune db export {program} --format {export}{database}"
               "   (Python: hlotune.tune(...).compiled())")
     return 0
 
@@ -180,25 +186,3 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
         allow_numerics_change=args.allow_numerics_change,
         settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
     )
-
-
-def _program_spec(program: str, location: str | None) -> tuple[str, Recording | None]:
-    """`program`, or the spec of the program hlotune.jit recorded under that name, with its
-    recording."""
-    from hlotune.programs import is_program_spec
-    from hlotune.tuning.recorded import find_recording, recorded_spec
-
-    if is_program_spec(program):
-        return program, None
-    with open_database(location) as db:
-        recording = find_recording(db, program)
-        return recorded_spec(db, recording), recording
-
-
-def _verified(location: str | None, recording: Recording) -> Verification | None:
-    """The decision just stored for a recorded program, timed beside jax.jit as `fleet tune`
-    times its decisions: hlotune.jit applies it only if found faster (Verification.applies)."""
-    from hlotune.tuning.storage import default_db_location
-    from hlotune.tuning.verify import verify_decision
-
-    return verify_decision(location or default_db_location(), recording)

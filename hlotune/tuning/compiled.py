@@ -26,13 +26,15 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 
 
-def compile_config(program: Program, config: CompileConfig) -> Callable:
-    """`program.fn` compiled with `config` for arguments shaped like `program.args`."""
+def compile_config(program: Program, config: CompileConfig, donate_argnums: tuple[int, ...] = ()) -> Callable:
+    """`program.fn` compiled with `config` for arguments shaped like `program.args`, donating
+    those at `donate_argnums`."""
     import jax
 
     space = LayoutSpace(program)
     space.check(config.layout)
-    executable = compile_lowered(space.build_like_program(config.layout).lower(*program.args), config)
+    lowered = space.build_like_program(config.layout, donate_argnums).lower(*program.args)
+    executable = compile_lowered(lowered, config)
     formats = jax.tree_util.tree_leaves(executable.input_formats[0])  # as arrays report theirs
     moved = [(i, formats[i]) for i, f in enumerate(space.entry_formats(config.layout)) if f is not None]
     if not moved:

@@ -1,4 +1,4 @@
-"""`hlotune db`: list, show and export what the tuning database holds for this machine.
+"""`hlotune db`: list, show, export and import what the tuning database holds for this machine.
 
 With --json, stdout is JSON alone: `db list` one object per program; `db show` one object with
 every record. PROGRAM is a program spec (its fingerprint is computed) or a fingerprint prefix.
@@ -38,10 +38,17 @@ def add_db_commands(subparsers) -> None:
         "for the XLA_FLAGS environment variable. Layouts cannot be XLA options: those two "
         "formats leave them out and say so on stderr.",
     )
+    importing = commands.add_parser(
+        "import", help="store a decision made elsewhere, for a recorded or measured program",
+        description="Store the decision FILE holds: what `db export --format json` printed, or "
+        'at least {"program": NAME_OR_FINGERPRINT, "config": {...}} written by hand (flags found by '
+        "hand, or tuned on a staging machine of the same kind). hlotune.jit trials it in every "
+        "process like any other decision; a file exported on another kind of machine is refused.")
+    importing.add_argument("file", metavar="FILE", help="the decision, as JSON")
     for command in (show, export):
         command.add_argument("program", metavar="PROGRAM", help="a program spec or a fingerprint prefix")
     export.add_argument("--format", choices=FORMATS, required=True)
-    for command, run in ((listing, run_list), (show, run_show), (export, run_export)):
+    for command, run in ((listing, run_list), (show, run_show), (export, run_export), (importing, run_import)):
         command.add_argument("--db", metavar="DB", help=DB_HELP)
         command.set_defaults(run=run)
     listing.add_argument("--json", action="store_true", help="print one JSON object per program")
@@ -99,6 +106,15 @@ def run_export(args: argparse.Namespace) -> int:
     print(exported.text)
     if exported.note:
         print(f"hlotune: note: {exported.note}", file=sys.stderr)
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    with open_database(args.db) as db:
+        decision = db.import_decision(args.file)
+        name = db.name_of(decision.program)
+    print(f"{name} ({decision.program[:12]}): imported {decision.chosen.key}; hlotune.jit trials it "
+          "in each process before keeping it")
     return 0
 
 

@@ -32,8 +32,8 @@ spent only where a win is possible and the decision is close (a race, as in F-ra
 3. Reporting. A kept config is measured once more beside the default, in a batch of its own,
    and that batch's speedup is the one reported. It played no part in choosing, so it is as
    likely to come out low as high, and it is reported as measured (below the bar, or below 1,
-   when the gain was luck); one slower than the default beyond that batch's noise floor is
-   not kept, since a decision is applied wherever the program runs. A fresh batch rather than half of the choosing batches' samples:
+   when the gain was luck); one that batch does not find at least TIE faster is not kept,
+   since a decision goes wherever the program runs and a tie keeps the default. A fresh batch rather than half of the choosing batches' samples:
    each compiled executable carries luck of its own (its memory layout, its place in the
    batch's order), which the default's replicas show as the noise floor; split samples of one
    executable share it, so they would carry the choice's luck into the report. It costs one
@@ -55,6 +55,7 @@ from hlotune.compiler.measure import BatchResult, Measurement
 FINALISTS = 3  # the search's fastest configs that re-measuring chooses from
 RACE_ROUNDS = 5  # re-measuring batches at most
 BAR_PER_FLOOR = 2.0  # the kept leader's log gain over F / sqrt(rounds) (module docstring)
+TIE = 1.01  # speedups below it are ties, and a tie keeps the default (here and in a trial)
 
 Measure = Callable[[Sequence[CompileConfig]], list[BatchResult]]  # one batch (or its parts)
 
@@ -176,18 +177,16 @@ def final_check(measure: Measure, finalists: Sequence[Finalist], deadline: float
     noise = state.noise if math.isfinite(state.noise) else None
     chosen, reported = DEFAULT_CONFIG, leader.runs[-1]
     if state.kept:
-        floors: list[float] = []
-        reported = _beside(measure, [leader.config], floors)[leader.config]
-        chosen = leader.config if _not_slower(reported, floors) else DEFAULT_CONFIG
+        reported = _beside(measure, [leader.config])[leader.config]
+        chosen = leader.config if _faster(reported) else DEFAULT_CONFIG
     return Verdict(leader.config, chosen, reported, confirmed, noise, state.rounds)
 
 
-def _not_slower(reported: Beside, floors: list[float]) -> bool:
-    """Whether the report's batch leaves the kept config no slower than the default beyond that
-    batch's noise floor: a decision is applied wherever the program runs, so one that its own
-    fresh batch found slower is not handed over (the default is, and the result says why)."""
-    floor = max((f for f in floors if math.isfinite(f)), default=0.0)
-    return math.isfinite(reported.ns) and reported.default_ns / reported.ns >= 1.0 / (1.0 + floor)
+def _faster(reported: Beside) -> bool:
+    """Whether the report's batch finds the kept config faster than the default beyond a tie:
+    a decision goes wherever the program runs, so one that its own fresh batch did not find
+    faster is not handed over (the default is, and the result says why)."""
+    return math.isfinite(reported.ns) and reported.speedup >= TIE
 
 
 def race(measure: Measure, finalists: Sequence[CompileConfig], deadline: float | None = None) -> Race:

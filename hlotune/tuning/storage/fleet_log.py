@@ -55,12 +55,6 @@ class FleetLog:
                                 (fingerprint, *self._scope)).fetchone()
         return float(row[0])
 
-    def tuned_budget(self, fingerprint: str) -> int:
-        """The largest budget a fleet tune gave the program here (0: none yet)."""
-        row = self._sql.execute(f"SELECT COALESCE(MAX(budget), 0) FROM tunes WHERE {_KEY}",
-                                (fingerprint, *self._scope)).fetchone()
-        return int(row[0])
-
     def verify(self, fingerprint: str, verification: Verification) -> None:
         with self._sql.writing():
             self._sql.execute(

@@ -32,10 +32,6 @@ class Recording:
     window_s: float = 0.0  # from the first process's first call to the last count written
 
     @property
-    def seconds_per_call(self) -> float:
-        return self.seconds / self.calls if self.calls else 0.0
-
-    @property
     def seconds_per_day(self) -> float:
         """The program's time a day at the recorded rate (0 before a window was recorded)."""
         return self.seconds / self.window_s * 86400 if self.window_s > 0 else 0.0

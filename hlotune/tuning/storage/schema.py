@@ -19,14 +19,15 @@ table are inserted by position, so a new column goes last and old rows hold NULL
   process can tune it) and, per process, how often each was called and how long sampled calls
   took (recordings.py);
 - `tunes` and `verifications`: what `hlotune fleet tune` spent on each program, and each
-  decision timed beside jax.jit where the program runs (fleet_log.py).
+  decision timed beside jax.jit where the program runs (fleet_log.py);
+- `trials`: each process's trial of a decision beside jax.jit, the field's measurements (field.py).
 """
 
 from __future__ import annotations
 
-VERSION = 7  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check;
+VERSION = 8  # 2: measurements.max_rel_error; 3: .kernel_costs; 4: decisions' final check;
 # 5: compiles and thunk_modules (the kernel screen's cache); 6: measurements.stopped;
-# 7: recordings and calls (hlotune.jit), tunes and verifications (hlotune fleet)
+# 7: recordings and calls (hlotune.jit), tunes and verifications (hlotune fleet); 8: trials
 
 TABLES = """
 CREATE TABLE IF NOT EXISTS programs (
@@ -139,6 +140,23 @@ CREATE TABLE IF NOT EXISTS verifications (
     tuned_ns {real} NOT NULL,
     rounds INTEGER NOT NULL,
     timestamp {real} NOT NULL{seq}
+);
+CREATE TABLE IF NOT EXISTS trials (
+    program TEXT NOT NULL,
+    machine TEXT NOT NULL,
+    jax TEXT NOT NULL,
+    jaxlib TEXT NOT NULL,
+    process TEXT NOT NULL,
+    config TEXT NOT NULL,
+    pairs INTEGER NOT NULL,
+    wins INTEGER NOT NULL,
+    speedup {real} NOT NULL,
+    jit_ns {real},
+    tuned_ns {real},
+    verdict TEXT NOT NULL,
+    compile_s {real} NOT NULL,
+    updated {real} NOT NULL{seq},
+    UNIQUE (program, machine, jax, jaxlib, process, config)
 );
 """
 

@@ -10,13 +10,14 @@ server) is a one-line error; every batch committed before it stays.
 
 Every row is keyed by the program's fingerprint, the hardware fingerprint and the jax/jaxlib
 versions (schema.py); queries only ever return rows of this machine and compiler. The kernel
-screen's compile cache (compile_cache.py), the exports (exporting.py), `hlotune.jit`'s
-recordings (recordings.py) and the fleet's tuning times and verifications (fleet_log.py) are
-parts of the same class.
+screen's compile cache (compile_cache.py), the exports and imports (exporting.py, importing.py), `hlotune.jit`'s
+recordings (recordings.py), the fleet's tuning times and verifications (fleet_log.py) and the
+field's trials with the rule that says what applies (field.py) are parts of the same class.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -34,6 +35,8 @@ from hlotune.tuning.storage.base import Database, Decision, ProgramEntry, Record
 from hlotune.tuning.storage.compile_cache import CompileCache
 from hlotune.tuning.storage.connection import Connection
 from hlotune.tuning.storage.exporting import Exporting
+from hlotune.tuning.storage.field import Field
+from hlotune.tuning.storage.importing import Importing
 from hlotune.tuning.storage.fleet_log import FleetLog
 from hlotune.tuning.storage.locations import connect
 from hlotune.tuning.storage.recordings import Recordings
@@ -43,7 +46,7 @@ _CLAIM_TTL_S = 3600.0  # longer than any batch; a live owner's claim lapses only
 _KEY = "machine = ? AND jax = ? AND jaxlib = ?"  # this machine and compiler
 
 
-class TuningDatabase(CompileCache, Exporting, Recordings, FleetLog, Database):
+class TuningDatabase(CompileCache, Exporting, Importing, Recordings, FleetLog, Field, Database):
     """A tuning database (a SQLite file or a PostgreSQL URL); rows of other machines and
     compilers stay invisible."""
 
@@ -159,6 +162,20 @@ class TuningDatabase(CompileCache, Exporting, Recordings, FleetLog, Database):
         return next((d for d in self._decisions(fingerprint)
                      if allow_numerics_change or not d.chosen.flags.changes_numerics), None)
 
+    def carried(self, fingerprint: str) -> Decision | None:
+        """The newest decision another jax/jaxlib release made for the program on this kind of
+        machine, a candidate on trial after an upgrade (None: none, or one that kept the default)."""
+        rows = self._sql.execute(
+            "SELECT machine, jax, jaxlib, program, candidate, chosen, default_ns, candidate_ns, noise_floor, "
+            "strategy, space, timestamp, found_speedup, confirmed_speedup, COALESCE(rounds, 0) FROM decisions "
+            f"WHERE program = ? AND NOT (jax = ? AND jaxlib = ?) ORDER BY timestamp DESC, {self._sql.order} DESC",
+            (fingerprint, self.machine.jax, self.machine.jaxlib)).fetchall()
+        for machine, jax, jaxlib, program, candidate, chosen, *rest in rows:
+            if dataclasses.replace(self.machine, jax=jax, jaxlib=jaxlib).fingerprint == machine:
+                decision = Decision(program, _config(candidate), _config(chosen), *rest)
+                return None if decision.kept_default else decision
+        return None
+
     def winners(self, fingerprint: str) -> list[CompileConfig]:
         rows = self._sql.execute(
             f"SELECT chosen FROM decisions WHERE program != ? AND {_KEY} ORDER BY {self._sql.order} DESC",
@@ -192,7 +209,8 @@ class TuningDatabase(CompileCache, Exporting, Recordings, FleetLog, Database):
         return [ProgramEntry(fp, name, count, failed, self.decision(fp)) for fp, name, count, failed in rows]
 
     def name_of(self, fingerprint: str) -> str:
-        row = self._sql.execute("SELECT name FROM programs WHERE fingerprint = ?", (fingerprint,)).fetchone()
+        row = self._sql.execute("SELECT name FROM programs WHERE fingerprint = ?", (fingerprint,)).fetchone() \
+            or self._sql.execute("SELECT name FROM recordings WHERE program = ?", (fingerprint,)).fetchone()
         return row[0] if row else fingerprint
 
     def resolve(self, prefix: str) -> str:

@@ -1,10 +1,10 @@
 """A decision timed where the program runs: its executable beside jax.jit's, interleaved.
 
-The tune reports a speedup from a batch measured after choosing (final_check.py), in the
+The tune reports a speedup from a batch measured after choosing (tuning/final_check.py), in the
 measurement worker; what a fleet saves is what `hlotune.jit` delivers beside `jax.jit` in the
 process that runs the program. Here both are compiled from the recording in this process, as
 hlotune.jit compiles them (the decision through the compiler hook, the default by jax.jit), and
-timed in blocks of calls in a fresh random order every round (tuning/call_timing.py); the
+timed in blocks of calls in a fresh random order every round (compiler/call_timing.py); the
 speedup is the ratio of the medians over rounds.
 """
 
@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from hlotune.tuning.recorded import recorded_spec
+from hlotune.fleet.recorded import recorded_spec
 from hlotune.tuning.storage import Recording, TuningDatabase, Verification
 
 BLOCK_S = 0.05
@@ -35,7 +35,7 @@ def time_decision(location: str, program: Recording, rounds: int = 10) -> Verifi
     import jax
 
     from hlotune.programs import load_program
-    from hlotune.tuning.call_timing import interleaved_call_times
+    from hlotune.compiler.call_timing import interleaved_call_times
     from hlotune.tuning.compiled import compile_config
 
     with TuningDatabase(location) as db:

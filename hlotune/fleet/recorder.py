@@ -2,10 +2,12 @@
 that recording never breaks the user's program.
 
 Each program is recorded once, at its first compile (storage/recordings.py). Its calls are
-counted in memory, and calls 2, 4, 8, ... up to `SAMPLE_EVERY`, then one in `SAMPLE_EVERY`, are
-timed from their arguments' readiness to their outputs' (the others return as soon as jax dispatched them, as under jax.jit); the counts are written at most every
-`FLUSH_S` seconds and when the process exits, so a call costs an increment and a kill -9 loses
-at most the last interval's counts, never a recording or a decision.
+counted in memory, and some are timed from their arguments' readiness to their outputs' (the
+others return as soon as jax dispatched them, as under jax.jit): the calls `next_sample` names,
+2, 4, 8, ... up to `SAMPLE_EVERY`, then one in `SAMPLE_EVERY`, and every call of a trial
+(trial.py). The counts and the trials are written at most every `FLUSH_S` seconds and when the
+process exits, so a call costs an increment and a kill -9 loses at most the last interval's
+counts, never a recording or a decision.
 
 Every database operation goes through `_guarded`: a database that is missing, locked, corrupt
 or unreachable is warned about once per location, and the program runs as jax.jit would.
@@ -18,16 +20,28 @@ import time
 import warnings
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hlotune.progress import note
-from hlotune.tuning.storage import CallCount, Decision, TuningDatabase, exists
+from hlotune.tuning.storage import CallCount, TuningDatabase, exists
 from hlotune.tuning.storage.connection import first_line
+from hlotune.tuning.storage.field import DecisionState
+
+if TYPE_CHECKING:
+    from hlotune.fleet.trial import Trial
 
 SAMPLE_EVERY = 64  # calls per timed call, once past the first few (a timed call waits for its
 # outputs, which costs a pipelined loop its overlap once)
 FLUSH_S = 30.0  # seconds between writes of the counts
 T = TypeVar("T")
+
+
+def next_sample(calls: int) -> int:
+    """The number of the call to time next, after `calls` calls: 2, 4, 8, ... SAMPLE_EVERY,
+    then every SAMPLE_EVERY-th (128 calls time 7: 2, 4, 8, 16, 32, 64 and 128)."""
+    if calls < SAMPLE_EVERY:
+        return max(2, 1 << calls.bit_length())
+    return (calls // SAMPLE_EVERY + 1) * SAMPLE_EVERY
 
 
 class ProgramCalls:
@@ -40,10 +54,28 @@ class ProgramCalls:
         self.calls = self.sampled = 0
         self.sampled_s = 0.0
         self.since = time.time()
-        self.next_sample = 2  # the number of the next call to time (the first is not)
+        self.next_sample = next_sample(0)
+
+    def timed(self, seconds: float) -> None:
+        """One more call, timed at `seconds`."""
+        self.calls += 1
+        self.sampled += 1
+        self.sampled_s += seconds
+        self.next_sample = next_sample(self.calls)
 
     def count(self) -> CallCount:
         return CallCount(self.calls, self.sampled, self.sampled_s, self.since)
+
+
+def timed_call(run: Callable[[], Any], args: tuple) -> tuple[Any, float]:
+    """`run()`'s outputs and its seconds to completion; its arguments are waited for first, so
+    calls still queued before it (jax dispatches asynchronously) do not count as its time."""
+    import jax
+
+    jax.block_until_ready(args)
+    started = time.perf_counter()
+    out = jax.block_until_ready(run())
+    return out, time.perf_counter() - started
 
 
 class Recorder:
@@ -57,6 +89,7 @@ class Recorder:
         self._broken = False  # warned: the database is not used again in this process
         self._flushed = time.monotonic()
         self._announced: set[str] = set()
+        self.trials: dict[str, Trial] = {}  # by fingerprint: each program's trial in this process
         atexit.register(self.flush)
 
     def record(self, fingerprint: str, name: str, shapes: str, exported: Callable[[], bytes] | None,
@@ -70,43 +103,43 @@ class Recorder:
                 fingerprint, name, shapes, None if exported is None else exported(), reason))
         return self.programs[fingerprint]
 
-    def decision(self, fingerprint: str, allow_numerics_change: bool) -> Decision | None:
-        """The decision to apply to the program here, if the database holds one (a database
-        file that does not exist holds none, and is not made by looking); not one that its
-        verification beside jax.jit (tuning/verify.py) did not find faster (Verification.applies)."""
+    def state(self, fingerprint: str, allow_numerics_change: bool) -> DecisionState | None:
+        """The rule's word on the program's decision (storage/field.py); None where the
+        database cannot say (a file that does not exist holds none, and is not made by looking)."""
         if self._db is None and not exists(self.location):
             return None
-        return self._guarded(lambda db: _applicable(db, fingerprint, allow_numerics_change))
+        return self._guarded(lambda db: db.state(fingerprint, allow_numerics_change=allow_numerics_change))
 
-    def announce(self, fingerprint: str, name: str, decision: Decision) -> None:
-        """Say on stderr, once per program and process, that a decision is applied."""
+    @property
+    def broken(self) -> bool:
+        return self._broken
+
+    def announce(self, fingerprint: str, message: str) -> None:
+        """Say `message` on stderr, once per program and process."""
         if fingerprint not in self._announced:
             self._announced.add(fingerprint)
-            note(f"hlotune: {name} runs the config tuned for it ({decision.speedup:.3f}x over "
-                 f"XLA's default when tuned, {decision.strategy} search; HLOTUNE_DISABLE=1 turns it off)")
+            note(f"hlotune: {message}")
 
     def timed(self, calls: ProgramCalls, run: Callable[[], Any], args: tuple) -> Any:
-        """`run()` timed to completion, as one sampled call of the program: its arguments are
-        waited for first, so calls still queued before it (jax dispatches asynchronously)
-        are not counted as its time."""
-        import jax
-
-        jax.block_until_ready(args)
-        started = time.perf_counter()
-        out = jax.block_until_ready(run())
-        calls.sampled += 1
-        calls.sampled_s += time.perf_counter() - started
-        calls.next_sample += min(calls.next_sample, SAMPLE_EVERY)  # 2, 4, ... 64, then every 64
-        if time.monotonic() - self._flushed > FLUSH_S:
-            self.flush()
+        """`run()` timed to completion, as one sampled call of the program (`timed_call`)."""
+        out, seconds = timed_call(run, args)
+        calls.timed(seconds)
+        self.flush_if_due()
         return out
 
+    def flush_if_due(self) -> None:
+        if time.monotonic() - self._flushed > FLUSH_S:
+            self.flush()
+
     def flush(self) -> None:
-        """Write every program's counts so far."""
+        """Write every program's counts and trials so far."""
         self._flushed = time.monotonic()
         counted = [calls for calls in self.programs.values() if calls.calls]
+        trials = [(fingerprint, trial.outcome()) for fingerprint, trial in self.trials.items() if trial.pairs]
         if counted:
             self._guarded(lambda db: [db.record_calls(c.fingerprint, c.count()) for c in counted])
+        if trials:
+            self._guarded(lambda db: db.record_trials(trials))
 
     def _guarded(self, action: Callable[[TuningDatabase], T]) -> T | None:
         if self._broken:
@@ -121,14 +154,6 @@ class Recorder:
                           f"({first_line(error)}); programs compile as jax.jit would",
                           RuntimeWarning, stacklevel=4)
             return None
-
-
-def _applicable(db: TuningDatabase, fingerprint: str, allow_numerics_change: bool) -> Decision | None:
-    decision = db.best(fingerprint, allow_numerics_change=allow_numerics_change)
-    if decision is None or decision.kept_default:
-        return decision
-    verified = db.verification(fingerprint, decision.chosen.key)
-    return None if verified is not None and not verified.applies else decision
 
 
 _RECORDERS: dict[str, Recorder] = {}

@@ -1,0 +1,194 @@
+"""Trial benchmark: is hlotune.jit never slower than jax.jit, process by process, once each
+process has trialled its decision (AutoFDO v2, issue 60)?
+
+Per program (fleet_programs.py), in fresh processes as a user's jobs are:
+
+1. record: a process runs the program under `hlotune.jit`;
+2. tune: `tune_recorded` (flags, `--budget`), as `hlotune tune NAME` does: the tune, its tuning
+   time logged, the decision verified beside jax.jit;
+3. jobs: where a config was kept, `--processes` fresh processes each run the program `--calls`
+   times under `hlotune.jit` (the trial takes the first calls), then time, interleaved in that
+   process (compiler/call_timing.py): what hlotune.jit now runs, jax.jit, the decision's own
+   executable on the user's function, and the same config on the recorded program (the export)
+   beside jax.jit of it;
+4. planted: a second database gets, with `db import`, a config that disables fusion (slower on
+   these programs); `--processes` fresh jobs run it, and each must reject it; the field retires
+   it after RETIRE_AFTER processes, so the later jobs run no trial at all.
+
+Per job: `after_trial` is jax.jit's call over hlotune.jit's (the goal: no job below 0.99x);
+`oracle` is max(1, jax.jit's over the decision's), what choosing per process with hindsight
+keeps; `trial_cost` is the calls run at the losing executable times their excess over the
+winner's median call, over the job's time in the program (the goal, for 200 calls or more: at
+most 1%), besides the second compile (`compile_s`); `path` is the decision's speedup on the
+user's function over the same config's on the recorded program (the goal: within 10%). Rows are
+kept as they finish (--out, JSON lines), so a stopped run resumes.
+
+    python benchmarks/trial_bench.py --programs jacobi2d euler2d cnn_sgd --out trial.jsonl
+    python benchmarks/trial_bench.py --report trial.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import harness
+
+CALLS = 200
+ROUNDS = 15
+UNFUSED = {"flags": {"xla_disable_hlo_passes": ["fusion"]}}
+
+
+def _job(name: str, db: str, calls: int, rounds: int) -> dict:
+    """In a fresh process: the program's calls under hlotune.jit, then the interleaved timing."""
+    import jax
+
+    import hlotune
+    from fleet_programs import BY_NAME
+    from hlotune.compiler.call_timing import interleaved_call_times
+    from hlotune.fleet.recorder import recorder_for
+    from hlotune.tuning.storage import TuningDatabase
+
+    fn, args = BY_NAME[name].make()
+    ours = hlotune.jit(fn, db=db)
+    out = None
+    for _ in range(calls):
+        out = ours(*args)
+    jax.block_until_ready(out)
+    choice = ours.choice(*args)
+    row = {"program": name, "source": choice.source, "fingerprint": choice.fingerprint}
+    trial = recorder_for(db).trials.get(choice.fingerprint)
+    if trial is None:
+        return row
+    with TuningDatabase(db) as database:
+        config = database.state(choice.fingerprint).decision.chosen
+    plain = jax.jit(fn)
+    tuned = hlotune.compiled(fn, *args, config=config.to_dict())
+    recorded, recorded_plain = _recorded(db, choice.fingerprint, config)
+    times = interleaved_call_times({"jit": lambda: plain(*args), "hlotune.jit": lambda: ours(*args),
+                                    "tuned": lambda: tuned(*args), "recorded": recorded,
+                                    "recorded_jit": recorded_plain}, rounds=rounds, block_s=0.1)
+    median = {key: statistics.median(values) for key, values in times.items()}
+    outcome = trial.outcome()
+    winner_s, loser_s = ((outcome.tuned_ns, outcome.jit_ns) if outcome.verdict == "kept"
+                         else (outcome.jit_ns, outcome.tuned_ns))
+    excess = max(0.0, (loser_s - winner_s) / 1e9) * trial.pairs
+    return row | {"verdict": outcome.verdict, "pairs": trial.pairs, "wins": trial.wins,
+                  "trial_speedup": trial.speedup, "compile_s": trial.compile_s,
+                  "after_trial": median["jit"] / median["hlotune.jit"],
+                  "oracle": max(1.0, median["jit"] / median["tuned"]),
+                  "decision": median["jit"] / median["tuned"],
+                  "recorded": median["recorded_jit"] / median["recorded"],
+                  "trial_cost": excess / (calls * winner_s / 1e9), "jit_ms": median["jit"] * 1e3}
+
+
+def _recorded(location: str, fingerprint: str, config) -> tuple:
+    """The recorded program compiled with `config` and by jax.jit, as callables of no arguments."""
+    import jax
+
+    from hlotune.fleet.recorded import recorded_spec
+    from hlotune.programs import load_program
+    from hlotune.tuning.compiled import compile_config
+    from hlotune.tuning.storage import TuningDatabase
+
+    with TuningDatabase(location) as db:
+        loaded = load_program(recorded_spec(db, next(r for r in db.recordings() if r.program == fingerprint)))
+    tuned, plain = compile_config(loaded, config), jax.jit(loaded.fn)
+    return (lambda: tuned(*loaded.args)), (lambda: plain(*loaded.args))
+
+
+def _in_process(name: str, db: str, calls: int, rounds: int) -> dict:
+    command = [sys.executable, __file__, "--job", name, "--db", db, "--calls", str(calls), "--rounds", str(rounds)]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"{name}: {done.stderr.strip().splitlines()[-1:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: int, rounds: int) -> list[dict]:
+    from hlotune.fleet.recorded import find_recording, tune_recorded
+    from hlotune.tuning.options import TuneOptions
+    from hlotune.tuning.storage import TuningDatabase
+
+    db, planted = str(folder / f"{name}.sqlite"), str(folder / f"{name}-planted.sqlite")
+    fingerprint = _in_process(name, db, 3, rounds)["fingerprint"]
+    with TuningDatabase(db) as database:
+        recording = find_recording(database, fingerprint)
+    result, verified = tune_recorded(db, recording, TuneOptions(budget=budget, seed=seed))
+    tune = {"program": name, "kind": "tuned", "reported": result.speedup, "kept_default": result.kept_default,
+            "verified": None if verified is None else verified.speedup, "tune_s": result.seconds}
+    rows = [tune | {"job": i} | _in_process(name, db, calls, rounds)
+            for i in range(processes if not result.kept_default and verified and verified.applies else 0)]
+    _in_process(name, planted, 3, rounds)
+    (folder / "unfused.json").write_text(json.dumps({"program": fingerprint, "config": UNFUSED}))
+    with TuningDatabase(planted) as database:
+        database.import_decision(folder / "unfused.json")
+    rows += [{"program": name, "kind": "planted", "job": i} | _in_process(name, planted, calls, rounds)
+             for i in range(processes)]
+    with TuningDatabase(planted) as database:
+        rows[-1]["planted_state"] = database.state(fingerprint).state
+    return rows or [tune]
+
+
+def report(rows: list[dict]) -> str:
+    cells = []
+    for row in rows:
+        trialled = "verdict" in row
+        cells.append([row["program"], row["kind"], str(row.get("job", "")), row["source"],
+                      row.get("verdict", "no trial"), f"{row['pairs']}" if trialled else "",
+                      *(f"{row[k]:.3f}x" if trialled else "" for k in ("after_trial", "oracle", "decision", "recorded")),
+                      f"{row['trial_cost']:.2%}" if trialled else "", f"{row['compile_s']:.2f}" if trialled else "",
+                      row.get("planted_state", "")])
+    header = ("program", "decision", "job", "runs", "trial", "pairs", "after trial", "oracle", "decision's",
+              "on recording", "trial cost", "compile s", "field")
+    tuned = [r for r in rows if r["kind"] == "tuned" and "after_trial" in r]
+    planted = [r for r in rows if r["kind"] == "planted"]
+    lines = [harness.markdown(header, cells, align="llrllrrrrrrrl"), ""]
+    if tuned:
+        kept = sum(r["after_trial"] - 1 for r in tuned if r["after_trial"] > 0)
+        oracle = sum(r["oracle"] - 1 for r in tuned)
+        lines.append(f"tuned jobs: {len(tuned)}; lowest after trial {min(r['after_trial'] for r in tuned):.3f}x; "
+                     f"kept gain over the oracle's {kept / oracle if oracle else float('nan'):.2f}; "
+                     f"largest trial cost {max(r['trial_cost'] for r in tuned):.2%}")
+    if planted:
+        lines.append(f"planted jobs: {len(planted)}; kept in {sum(r.get('verdict') == 'kept' for r in planted)}; "
+                     f"ran jax.jit's in {sum(r['source'] == 'jit' for r in planted)}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    if "--job" in sys.argv:
+        value = lambda flag: sys.argv[sys.argv.index(flag) + 1]  # noqa: E731
+        print(json.dumps(_job(value("--job"), value("--db"), int(value("--calls")), int(value("--rounds")))))
+        return
+    parser = harness.parser(__doc__, programs=["jacobi2d", "euler2d", "tv3d", "kmeans", "cnn_sgd", "rk4_lorenz96"],
+                            seed=0)
+    parser.add_argument("--budget", type=int, default=16, help="configs a tune evaluates (default 16)")
+    parser.add_argument("--processes", type=int, default=5, help="fresh jobs per decision (default 5)")
+    parser.add_argument("--calls", type=int, default=CALLS, help=f"calls a job makes (default {CALLS})")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds after the calls")
+    parser.add_argument("--report", type=Path, help="print the table of a results file and stop")
+    harness.add_common(parser, out=None)
+    args = parser.parse_args()
+    if args.report:
+        print(report(harness.read_rows(args.report, lines=True)))
+        return
+    log = harness.RowLog(args.out or Path(tempfile.mkdtemp()) / "rows.jsonl", lines=True)
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.programs:
+            if name not in log.done("program"):
+                rows = run(name, Path(folder), args.budget, args.seed, args.processes, args.calls, args.rounds)
+                print(f"{name}: {len(rows)} jobs", file=sys.stderr)
+                log.add(*rows)
+    print(report([row for row in log.rows if row["program"] in args.programs]))
+    print(f"\n{os.cpu_count()} cores; budget {args.budget}, seed {args.seed}, {args.processes} jobs of "
+          f"{args.calls} calls, {args.rounds} rounds.")
+
+
+if __name__ == "__main__":
+    main()

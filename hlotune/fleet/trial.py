@@ -1,0 +1,103 @@
+"""A decision on trial in one process: its executable against jax.jit's, on the program's own
+first calls, until one is shown faster or the trial's bound is spent.
+
+Why in every process: a tuned executable's speed moves from one process to the next (memory
+layout, which core, what else runs), so one measurement elsewhere cannot promise the next
+process a gain. The trial runs the user's calls, alternating the two executables in pairs
+(jax.jit first in even pairs, the decision first in odd ones, so that neither always follows
+the other), each call timed from its arguments' readiness to its outputs'. The first pair is
+warm-up (jax.jit's first call compiles) and is not counted.
+
+A pair counts only if jax.jit compiled in neither call: its first call compiles, and so may a
+later one, when the decision's outputs (committed arrays) come back as its arguments.
+
+The rule, sequential as a sequential test is, and a sign test, because single calls on a shared
+machine carry outliers of several times their length: a pair is a win where jax.jit's call
+took more than TIE times the decision's. From MIN_PAIRS pairs on, after each pair, the decision
+is kept once so many pairs are wins that a coin would give that many with probability below
+ALPHA; jax.jit's executable is kept once the pairs that are not wins pass the same bound (the
+decision is slower, or no gain worth having), or when the trial's bound is reached undecided (a
+tie keeps the default): MAX_PAIRS pairs, or MAX_SLOWER_S seconds run at either executable.
+ALPHA is small because the rule looks after every pair. A clear answer ends the trial early,
+so its cost, the calls run at the slower executable, is small where the difference is large,
+and the difference is small where the trial runs long. The speedup it reports is the median
+of the pairs' ratios.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+
+from hlotune.tuning.final_check import TIE
+from hlotune.tuning.storage.field import DEFAULT, KEPT, UNFINISHED, TrialOutcome
+
+JIT_ARM, TUNED_ARM = "jit", "tuned"
+MIN_PAIRS = 8  # counted pairs before the rule may decide
+MAX_PAIRS = 64  # counted pairs at most: undecided by then, jax.jit's is kept
+MAX_SLOWER_S = 2.0  # seconds of counted calls at either executable, at most
+ALPHA = 0.005  # a look's one-sided error: 8 wins of 8 pairs keep a decision, 11 of 12, 17 of 20
+
+
+class Trial:
+    """The trial of one config in this process; `next_arm` says which executable runs the next
+    call, `add` takes its time, and `verdict` is KEPT or DEFAULT once decided (None before)."""
+
+    def __init__(self, config_key: str, compile_s: float) -> None:
+        self.config_key, self.compile_s = config_key, compile_s
+        self.verdict: str | None = None
+        self.pairs = self.wins = 0
+        self._ratios: list[float] = []  # jax.jit's call over the decision's, per counted pair
+        self._times: dict[str, list[float]] = {JIT_ARM: [], TUNED_ARM: []}
+        self._pair: dict[str, float] = {}  # the pair under way
+        self._started = 0  # pairs begun, the warm-up and dropped ones included
+
+    def next_arm(self) -> str:
+        first, second = (JIT_ARM, TUNED_ARM) if self._started % 2 == 0 else (TUNED_ARM, JIT_ARM)
+        return second if first in self._pair else first
+
+    def add(self, arm: str, seconds: float, compiled: bool = False) -> None:
+        """One call's seconds under `arm` (the one `next_arm` named); `compiled`: jax.jit
+        compiled in it, so its pair does not count."""
+        self._pair[arm] = -1.0 if compiled else seconds
+        if len(self._pair) < 2:
+            return
+        jit_s, tuned_s = self._pair[JIT_ARM], self._pair[TUNED_ARM]
+        self._pair, self._started = {}, self._started + 1
+        if self._started == 1 or jit_s < 0 or tuned_s < 0:  # the warm-up pair, or a compile
+            return
+        self._times[JIT_ARM].append(jit_s)
+        self._times[TUNED_ARM].append(tuned_s)
+        self._ratios.append(jit_s / tuned_s)
+        self.pairs += 1
+        self.wins += jit_s > TIE * tuned_s
+        self.verdict = self._decide()
+
+    def _decide(self) -> str | None:
+        if self.pairs >= MIN_PAIRS:
+            if _coin_tail(self.wins, self.pairs) < ALPHA:
+                return KEPT
+            if _coin_tail(self.pairs - self.wins, self.pairs) < ALPHA:
+                return DEFAULT
+        if self.pairs >= MAX_PAIRS or max(sum(t) for t in self._times.values()) >= MAX_SLOWER_S:
+            return DEFAULT
+        return None
+
+    @property
+    def speedup(self) -> float:
+        """The decision's: the median of the counted pairs' ratios (1 before any)."""
+        return statistics.median(self._ratios) if self._ratios else 1.0
+
+    def outcome(self) -> TrialOutcome:
+        """What the field keeps of it: UNFINISHED while undecided."""
+        return TrialOutcome(self.config_key, self.pairs, self.wins, self.speedup, _median(self._times[JIT_ARM]),
+                            _median(self._times[TUNED_ARM]), self.verdict or UNFINISHED, self.compile_s)
+
+
+def _coin_tail(heads: int, flips: int) -> float:
+    """P(at least `heads` heads in `flips` tosses of a fair coin)."""
+    return sum(math.comb(flips, k) for k in range(heads, flips + 1)) / 2 ** flips
+
+
+def _median(seconds: list[float]) -> float:
+    return statistics.median(seconds) * 1e9 if seconds else math.nan

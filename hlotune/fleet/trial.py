@@ -15,10 +15,10 @@ The rule, sequential as a sequential test is, and a sign test, because single ca
 machine carry outliers of several times their length: a pair is a win where jax.jit's call
 took more than TIE times the decision's. From MIN_PAIRS pairs on, after each pair, the decision
 is kept once so many pairs are wins that a coin would give that many with probability below
-ALPHA; jax.jit's executable is kept once the pairs that are not wins pass the same bound (the
-decision is slower, or no gain worth having), or when the trial's bound is reached undecided (a
-tie keeps the default): MAX_PAIRS pairs, or MAX_SLOWER_S seconds run at either executable.
-ALPHA is small because the rule looks after every pair. A clear answer ends the trial early,
+ALPHA; jax.jit's executable is kept, from MIN_REJECT_PAIRS pairs on, once the pairs that are not
+wins pass the looser ALPHA_REJECT (the decision is slower, or no gain worth having), or when the
+trial's bound is reached undecided (a tie keeps the default): MAX_PAIRS pairs, or MAX_SLOWER_S
+seconds run at either executable. ALPHA is small because the rule looks after every pair. A clear answer ends the trial early,
 so its cost, the calls run at the slower executable, is small where the difference is large,
 and the difference is small where the trial runs long. The speedup it reports is the median
 of the pairs' ratios.
@@ -33,10 +33,13 @@ from hlotune.tuning.final_check import TIE
 from hlotune.tuning.storage.field import DEFAULT, KEPT, UNFINISHED, TrialOutcome
 
 JIT_ARM, TUNED_ARM = "jit", "tuned"
-MIN_PAIRS = 8  # counted pairs before the rule may decide
+MIN_PAIRS = 8  # counted pairs before the rule may keep a decision
+MIN_REJECT_PAIRS = 5  # counted pairs before it may keep jax.jit's
 MAX_PAIRS = 64  # counted pairs at most: undecided by then, jax.jit's is kept
 MAX_SLOWER_S = 2.0  # seconds of counted calls at either executable, at most
 ALPHA = 0.005  # a look's one-sided error: 8 wins of 8 pairs keep a decision, 11 of 12, 17 of 20
+ALPHA_REJECT = 0.05  # keeping jax.jit's needs less (5 of 5 pairs lost, 7 of 8): a wrong rejection
+# costs a gain, which the next process may still find; a wrong keep costs every later call
 
 
 class Trial:
@@ -74,11 +77,10 @@ class Trial:
         self.verdict = self._decide()
 
     def _decide(self) -> str | None:
-        if self.pairs >= MIN_PAIRS:
-            if _coin_tail(self.wins, self.pairs) < ALPHA:
-                return KEPT
-            if _coin_tail(self.pairs - self.wins, self.pairs) < ALPHA:
-                return DEFAULT
+        if self.pairs >= MIN_PAIRS and _coin_tail(self.wins, self.pairs) < ALPHA:
+            return KEPT
+        if self.pairs >= MIN_REJECT_PAIRS and _coin_tail(self.pairs - self.wins, self.pairs) < ALPHA_REJECT:
+            return DEFAULT
         if self.pairs >= MAX_PAIRS or max(sum(t) for t in self._times.values()) >= MAX_SLOWER_S:
             return DEFAULT
         return None

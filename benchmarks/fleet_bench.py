@@ -23,7 +23,7 @@ recordings, tunes, after-runs), so a stopped run resumes where it stopped (the d
 whatever the rates, so a further draw of the same seed re-weights its runs rather than tuning
 again, and a fleet that grows (programs added to fleet_programs.py, last) records and tunes only
 the new programs there; every other allocation must run afresh on the grown fleet. What `fleet
-report` predicts, the verified speedups (fleet/verify.py) at the draw's rates, is set beside
+report` predicts, the verified speedups (tuning/verification.py) at the draw's rates, is set beside
 what the after-runs measured.
 
     python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0
@@ -107,7 +107,7 @@ def tune(location: str, allocation: str, budget: int, each: int, seed: int, only
     return {"measured": result.measured, "tuning_s": result.seconds,
             "tunes": [{"program": o.program.name, "budget": o.budget, "measured": o.measured,
                        "found": o.found, "speedup": o.speedup} for o in result.outcomes],
-            "verified": {o.program.name: result.verified[o.program.program].speedup
+            "verified": {o.program.name: result.verified[o.program.program]
                          for o in result.outcomes if o.program.program in result.verified}}
 
 

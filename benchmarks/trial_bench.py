@@ -5,7 +5,7 @@ Per program (fleet_programs.py), in fresh processes as a user's jobs are:
 
 1. record: a process runs the program under `hlotune.jit`;
 2. tune: `tune_recorded` (flags, `--budget`), as `hlotune tune NAME` does: the tune, its tuning
-   time logged, the decision verified beside jax.jit;
+   time logged, a kept config verified beside jax.jit;
 3. jobs: where a config was kept, `--processes` fresh processes each run the program `--calls`
    times under `hlotune.jit` (the trial takes the first calls), then time, interleaved in that
    process (compiler/call_timing.py): what hlotune.jit now runs, jax.jit, the decision's own
@@ -119,11 +119,13 @@ def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: 
     fingerprint = _in_process(name, db, 3, rounds)["fingerprint"]
     with TuningDatabase(db) as database:
         recording = find_recording(database, fingerprint)
-    result, verified = tune_recorded(db, recording, TuneOptions(budget=budget, seed=seed))
+    result = tune_recorded(db, recording, TuneOptions(budget=budget, seed=seed))
     tune = {"program": name, "kind": "tuned", "reported": result.speedup, "kept_default": result.kept_default,
-            "verified": None if verified is None else verified.speedup, "tune_s": result.seconds}
-    rows = [tune | {"job": i} | _in_process(name, db, calls, rounds)
-            for i in range(processes if not result.kept_default and verified and verified.applies else 0)]
+            "verified": result.verified_speedup, "tune_s": result.seconds}
+    with TuningDatabase(db) as database:
+        trialled = database.state(fingerprint).candidate is not None
+    rows = [tune | {"job": i} | _in_process(name, db, calls, rounds) for i in range(processes if trialled else 0)]
+    tune["state"] = "trialled" if trialled else "nothing to trial"
     _in_process(name, planted, 3, rounds)
     (folder / "unfused.json").write_text(json.dumps({"program": fingerprint, "config": UNFUSED}))
     with TuningDatabase(planted) as database:
@@ -132,12 +134,12 @@ def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: 
              for i in range(processes)]
     with TuningDatabase(planted) as database:
         rows[-1]["planted_state"] = database.state(fingerprint).state
-    return rows or [tune]
+    return [tune] + rows
 
 
 def report(rows: list[dict]) -> str:
     cells = []
-    for row in rows:
+    for row in (r for r in rows if "job" in r):
         trialled = "verdict" in row
         cells.append([row["program"], row["kind"], str(row.get("job", "")), row["source"],
                       row.get("verdict", "no trial"), f"{row['pairs']}" if trialled else "",

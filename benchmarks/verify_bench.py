@@ -1,10 +1,10 @@
 """Verification benchmark: where should a fleet tune time the decisions it kept?
 
 `hlotune fleet tune` times each kept decision beside jax.jit in its own process, after its
-tunes (fleet/verify.py): torch loaded, many programs compiled and measured there. The fleet
+tunes (tuning/verification.py): torch loaded, many programs compiled and measured there. The fleet
 benchmark's after-run times the same decision in a fresh process, through `hlotune.jit`, as the
 program runs (fleet_bench.py). This times each decision of one fleet benchmark run again in
-fresh processes, with the same timing as the fleet tune's (fleet/verify.py's time_decision),
+fresh processes, with the same timing as the fleet tune's (tuning/verification.py's time_config),
 and sets the three beside each other: which reading says what the program delivers? A reading
 that differs from the after-run by more than a process's noise misleads both the floor a
 decision must clear (VERIFIED_FLOOR) and what `fleet report` predicts.
@@ -38,12 +38,15 @@ def fresh(location: str, name: str, rounds: int) -> float:
 
 
 def _worker(location: str, name: str, rounds: int) -> dict:
+    from hlotune.fleet.recorded import recorded_spec
+    from hlotune.programs import load_program
     from hlotune.tuning.storage import TuningDatabase
-    from hlotune.fleet.verify import time_decision
+    from hlotune.tuning.verification import time_config
 
     with TuningDatabase(location) as db:
         recording = next(r for r in db.recordings() if r.name == name)
-    return {"speedup": time_decision(location, recording, rounds).speedup}
+        decision, spec = db.best(recording.program), recorded_spec(db, recording)
+    return {"speedup": time_config(load_program(spec), decision.chosen, rounds).speedup}
 
 
 def measure(row: dict, location: str, processes: int, rounds: int) -> list[dict]:

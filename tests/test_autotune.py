@@ -125,6 +125,12 @@ def test_tune_on_first_call_tunes_once_and_then_reuses_the_decision(tmp_path, mo
     reloaded = hlotune.autotune(**options)(mlp)  # a new process would find the decision
     assert reloaded.choice(params, x) == autotune.Choice(tuned.config, autotune.DATABASE, tuned.fingerprint)
     assert len(tunes) == 1
+    with TuningDatabase(tmp_path / "t.sqlite") as db:  # it ended as every tune does (tuner._conclude)
+        state = db.state(tuned.fingerprint)
+        assert db.tuning_seconds(tuned.fingerprint) > 0
+    kept = not tuned.config.is_default
+    assert (state.verification is not None) == kept  # a kept config timed beside jax.jit here
+    assert state.state in (("on trial", "no verified gain") if kept else ("default kept",))  # the one rule
 
 
 def test_a_tuned_signature_runs_its_executable_and_other_calls_are_still_dispatched(tmp_path):

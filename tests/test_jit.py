@@ -92,6 +92,24 @@ def test_a_stored_decision_is_on_trial_at_the_next_compile_or_applied_without_on
     np.testing.assert_allclose(applied(params, x, 2), jax.jit(mlp, static_argnums=2)(params, x, 2), rtol=1e-6)
 
 
+def test_two_signatures_take_jax_jits_dispatch_and_their_calls_are_counted(location, monkeypatch):
+    """Not a Python lookup per call: the calls are counted to the program last looked up, and
+    the programs' sampled calls look up again, so the split follows the calls."""
+    params, x = _args()
+    step = hlotune.jit(mlp, static_argnums=2, db=location)
+    lookups, lookup = [], step._lookup
+    monkeypatch.setattr(step, "_lookup", lambda *a: lookups.append(1) or lookup(*a))
+    for _ in range(300):
+        step(params, x, 2)
+    for _ in range(600):
+        step(params, x[:8], 2)
+    recorder_for(location).flush()
+    with TuningDatabase(location) as db:
+        counts = {r.shapes.split()[-1]: r.calls for r in db.recordings()}
+    assert sum(counts.values()) == 900 and len(lookups) < 40
+    assert counts["float32[8,16]"] >= 600 - SAMPLE_EVERY and counts["float32[64,16]"] >= 300 - SAMPLE_EVERY
+
+
 def test_the_sampling_schedule_times_calls_2_4_8_up_to_64_then_every_64th():
     timed, calls = [], 0
     while calls < 128:

@@ -74,16 +74,15 @@ def add_commands(subparsers) -> None:
 
 
 def tune_recorded_program(name: str, db: str | None, options: TuneOptions, runner: str, progress: bool):
-    """`hlotune tune NAME` on a program hlotune.jit recorded: its recorded name, the tune's
-    result, and its verification beside jax.jit (fleet/recorded.py)."""
+    """`hlotune tune NAME` on a program hlotune.jit recorded: its recorded name and the tune's
+    result (fleet/recorded.py)."""
     from hlotune.fleet.recorded import find_recording, tune_recorded
     from hlotune.tuning.storage import default_db_location
 
     location = db or default_db_location()
     with open_database(location) as opened:
         recording = find_recording(opened, name)
-    result, verified = tune_recorded(location, recording, options, runner=runner, progress=progress)
-    return recording.name, result, verified
+    return recording.name, tune_recorded(location, recording, options, runner=runner, progress=progress)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -126,7 +125,7 @@ def run_tune(args: argparse.Namespace) -> int:
                           "tunes": [{"program": o.program.name, "fingerprint": o.program.program,
                                      "budget": o.budget, "measured": o.measured, "seconds": o.seconds,
                                      "found": o.found, "speedup": o.speedup} for o in result.outcomes],
-                          "verified": {fp: v.speedup for fp, v in result.verified.items()}}))
+                          "verified": result.verified}))
         return 0
     print(f"fleet tune: {len(result.outcomes)} tunes, {result.measured} configs measured in {result.seconds:.0f} s")
     names = {}
@@ -134,8 +133,8 @@ def run_tune(args: argparse.Namespace) -> int:
         names[o.program.program] = o.program.name
         print(f"  {o.program.name[:40]:<40} budget {o.budget:>3}  measured {o.measured:>3}  found {o.found:.3f}x  "
               f"kept {o.speedup:.3f}x")
-    for fingerprint, verification in result.verified.items():
-        print(f"  {names[fingerprint][:40]:<40} verified {verification.speedup:.3f}x beside jax.jit")
+    for fingerprint, verified in result.verified.items():
+        print(f"  {names[fingerprint][:40]:<40} verified {verified:.3f}x beside jax.jit")
     return 0
 
 

@@ -84,8 +84,12 @@ class Recorded(Entry):
 class Jitted(Autotuned):
     """A function under hlotune.jit. A program without a decision runs through jax.jit's own
     wrapper of the function (what it offers beyond calling, lower, trace and eval_shape, too):
-    while it is the only program seen, a call costs that wrapper's C++ dispatch and a counter,
-    and a call that makes jax compile another signature is recorded after it ran."""
+    while every program seen runs so, a call costs that wrapper's C++ dispatch and a counter,
+    and a call that makes jax compile another signature is recorded after it ran. With one
+    signature the counts are exact; with several, a call is counted to the program the last
+    looked-up call was, and each program's sampled calls (recorder.py) look up again, so the
+    counts are split as a sampling profiler splits time. jax's private `_cache_size` is probed
+    once: without it, every call is looked up."""
 
     def __init__(self, fun: Callable, static_argnums, static_argnames, db, allow_numerics_change: bool,
                  trial: bool, jax_options: dict[str, Any]) -> None:
@@ -96,7 +100,8 @@ class Jitted(Autotuned):
         self._trial, self._jax_options = trial, jax_options
         self._jax = _jax_jit()(fun, static_argnums=static_argnums, static_argnames=static_argnames,
                                **jax_options)
-        self._only: ProgramCalls | None = None  # the one program's calls, while jax.jit runs it
+        self._only: ProgramCalls | None = None  # the calls counted to, while jax.jit runs them all
+        self._cache_size: Callable[[], int] | None = getattr(self._jax, "_cache_size", None)
         self._cached = 0  # jax.jit's executables when that was last checked
         self._checked_calls: ProgramCalls | None = None  # the calls of `_checked`'s program
 
@@ -104,7 +109,7 @@ class Jitted(Autotuned):
         calls = self._only
         if calls is not None and calls.calls + 1 != calls.next_sample:
             out = self._jax(*args, **kwargs)
-            if self._jax._cache_size() == self._cached:
+            if self._cache_size() == self._cached:
                 calls.calls += 1
             else:  # jax compiled another signature: record it too
                 self._only = None
@@ -158,9 +163,9 @@ class Jitted(Autotuned):
         way to the winner once the trial decides, or at once if the database broke."""
         trial, arm = entry.trial, entry.trial.next_arm()
         if arm == JIT_ARM:
-            cached = self._jax._cache_size()
+            cached = self._cache_size and self._cache_size()
             out, seconds = timed_call(lambda: self._jax(*args, **kwargs), args)
-            trial.add(arm, seconds, compiled=self._jax._cache_size() != cached)
+            trial.add(arm, seconds, compiled=self._cache_size is not None and self._cache_size() != cached)
         else:
             out, seconds = timed_call(lambda: entry.call(*call.traced), call.traced)
             trial.add(arm, seconds)
@@ -177,24 +182,27 @@ class Jitted(Autotuned):
         kept = trial.verdict == KEPT and not self._recorder.broken
         if kept:
             winner = Recorded(Choice(entry.choice.config, DATABASE, fingerprint), entry.call, entry.calls)
-            why = "faster beyond the trial's noise"
+            what, why = "the config tuned for it", "faster beyond the trial's noise"
         else:
             winner = Recorded(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._jax, entry.calls)
+            what = "jax.jit's executable"
             why = "the database broke mid-trial" if self._recorder.broken else "not faster beyond a tie"
         key = next(k for k, e in self._entries.items() if e is entry)
         self._entries[key] = winner
         self._recorder.announce(fingerprint, (
-            f"{name} keeps {'the config tuned for it' if kept else 'jax.jit' + chr(39) + 's executable'}: "
-            f"the tuned config ran {trial.speedup:.3f}x over jax.jit in this process's trial "
+            f"{name} keeps {what}: the tuned config ran {trial.speedup:.3f}x over jax.jit in this process's trial "
             f"({trial.pairs} pairs of calls, {trial.compile_s:.2f} s to compile it; {why}; "
             f"HLOTUNE_TRIAL=0 skips the trial, HLOTUNE_DISABLE=1 turns hlotune off)"))
         self._recorder.flush()  # the verdict, batched with the counts so far
 
     def _follow(self, entry: Recorded) -> None:
-        """Let calls take jax.jit's dispatch directly while `entry` is the only program seen."""
-        self._cached = self._jax._cache_size()
-        single = len(self._entries) == 1 and entry.choice.source == JIT
-        self._only = entry.calls if single else None
+        """Let calls take jax.jit's dispatch directly, counted to `entry`'s program, while every
+        program seen runs jax.jit's executable."""
+        if self._cache_size is None:
+            return
+        self._cached = self._cache_size()
+        plain = all(e.choice.source == JIT for e in self._entries.values())
+        self._only = entry.calls if plain else None
 
     def _choose(self, call: BoundCall, keyed: KeyedFunction, program: FunctionProgram,
                 fingerprint: str) -> Recorded:

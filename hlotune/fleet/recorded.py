@@ -4,8 +4,7 @@ recorded program is tuned.
 The recording holds the program exported with its example arguments (recorder.py), so another
 process or machine sharing the database tunes it without the user's code: it is written
 beside the database as an `export:PATH` file, whose fingerprint is the recording's.
-`tune_recorded` is what `hlotune tune NAME` and `fleet tune` both run: the tune, its tuning
-time logged, and its decision verified beside jax.jit (verify.py).
+`tune_recorded` is what `hlotune tune NAME` and `fleet tune` both run.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 from hlotune.programs.program import EXPORT_PREFIX
-from hlotune.tuning.storage import Recording, TuningDatabase, Verification, local_folder
+from hlotune.tuning.storage import Recording, TuningDatabase, local_folder
 
 if TYPE_CHECKING:
     from hlotune.tuning.options import TuneOptions
@@ -47,16 +46,11 @@ def recorded_spec(db: TuningDatabase, recording: Recording) -> str:
 
 
 def tune_recorded(location: str, recording: Recording, options: TuneOptions, *, runner: str | Runner = "local",
-                  progress: bool = False, verify: bool = True) -> tuple[TuneResult, Verification | None]:
-    """Tune the recorded program, log what the tune cost, and time a kept config beside jax.jit
-    here (`verify`; a fleet tune verifies once per program, after all its tunes)."""
-    from hlotune.fleet.verify import verify_decision
+                  progress: bool = False) -> TuneResult:
+    """Tune the recorded program from the database alone; the tune logs what it cost and times
+    a kept config beside jax.jit (tuning/tuner.py)."""
     from hlotune.tuning.tuner import tune
 
     with TuningDatabase(location) as db:
         spec = recorded_spec(db, recording)
-    result = tune(spec, options=options, db_path=location, runner=runner, progress=progress)
-    with TuningDatabase(location) as db:
-        db.record_tune(recording.program, options.budget, result.measurements, result.seconds)
-    verified = verify_decision(location, recording) if verify and not result.kept_default else None
-    return result, verified
+    return tune(spec, options=options, db_path=location, runner=runner, progress=progress)

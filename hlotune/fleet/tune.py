@@ -6,9 +6,9 @@ worth. The budget counts configs measured over every program (`--budget`) and/or
 (`--hours`); each program is tuned by `hlotune.tune` on its recording (the default engine, flags),
 so a stopped fleet tune resumes where it stopped, and every tune ends in its final check and a
 stored decision, which the program's next compile under `hlotune.jit` applies. How the budget is
-divided is an allocation (allocation.py). Each program a tune kept a config for is then timed
-beside jax.jit in this process (fleet/verify.py), so `fleet report` reads savings from runs,
-not from the batch that chose.
+divided is an allocation (allocation.py). A tune that keeps a config times it beside jax.jit in
+this process (tuning/verification.py), and hlotune.jit trials it in every process that runs it,
+so `fleet report` reads savings from runs, not from the batch that chose.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
 from hlotune.fleet.recorded import tune_recorded
-from hlotune.tuning.storage import Recording, TuningDatabase, Verification
+from hlotune.tuning.storage import Recording, TuningDatabase
 
 if TYPE_CHECKING:
     from hlotune.tuning.runners.base import Runner
@@ -41,6 +41,7 @@ class Outcome:
     seconds: float
     found: float  # the search's best speedup (flattered by the choice)
     speedup: float  # kept, measured after choosing (1: the default was kept)
+    verified: float | None = None  # the kept config beside jax.jit in this process (None: none kept)
 
     @property
     def promise(self) -> float:
@@ -72,10 +73,10 @@ class Spender:
             with TuningDatabase(self.location) as db:
                 budget = min(budget, len(db.records(program.program)) + self.budget - self.measured)
         options = TuneOptions(budget=budget, time_s=left, seed=self.seed)
-        result, _ = tune_recorded(self.location, program, options, runner=self.runner, verify=False)
+        result = tune_recorded(self.location, program, options, runner=self.runner)
         self.measured += result.measurements
         outcome = Outcome(program, budget, result.measurements, result.seconds,
-                          result.found_speedup or 1.0, result.speedup)
+                          result.found_speedup or 1.0, result.speedup, result.verified_speedup)
         self.outcomes.append(outcome)
         note(f"{program.name}: budget {budget}, {result.measurements} measured, found {outcome.found:.3f}x, "
              f"kept {outcome.speedup:.3f}x ({self.measured} measured so far)", show=self.show)
@@ -85,20 +86,18 @@ class Spender:
 @dataclass(frozen=True)
 class FleetTuneResult:
     outcomes: list[Outcome]
-    verified: dict[str, Verification]  # by fingerprint: the programs a tune kept a config for
+    verified: dict[str, float]  # by fingerprint: the last kept config's speedup beside jax.jit
     measured: int
     seconds: float
 
 
 def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], None],
                budget: int | None, hours: float | None, runner: Runner | str = "local", seed: int = 0,
-               verify_rounds: int = 10, show: bool = True) -> FleetTuneResult:
+               show: bool = True) -> FleetTuneResult:
     """Spend `budget` measured configs and/or `hours` on the fleet recorded at `location` as
-    `allocate` divides it, then verify the decisions kept (fleet/verify.py). The runner is
-    opened once for all the tunes: a Ray runner's connection and workers start once, not per
-    program."""
+    `allocate` divides it. The runner is opened once for all the tunes: a Ray runner's
+    connection and workers start once, not per program."""
     from hlotune.tuning.runners.registry import open_runner
-    from hlotune.fleet.verify import verify_decision
 
     if budget is None and hours is None:
         raise HlotuneError("fleet tune needs --budget or --hours: configs to measure or hours to spend")
@@ -113,9 +112,6 @@ def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], 
             allocate(programs, spend)
         except BudgetSpent:
             note(f"fleet budget spent: {spend.measured} configs measured", show=show)
-    verified = {}
-    for program in dict.fromkeys(o.program for o in spend.outcomes):
-        verification = verify_decision(location, program, rounds=verify_rounds)
-        if verification is not None:
-            verified[program.program] = verification
+    last = {o.program.program: o for o in spend.outcomes}  # each program's last tune
+    verified = {fingerprint: o.verified for fingerprint, o in last.items() if o.verified is not None}
     return FleetTuneResult(spend.outcomes, verified, spend.measured, time.monotonic() - started)

@@ -5,8 +5,8 @@ Every flag is in docs/cli.md, generated from these parsers; the choices of --spa
 JSON alone: `tune` prints one object with at least the keys program, default_ms, best_ms,
 speedup, noise, measurements, resumed, best_config and strategy (speedup is the kept one,
 measured after choosing; found_speedup and confirmed_speedup are the search's and the choosing
-rounds', flattered by the choice). A program hlotune.jit recorded, tuned to a config, has it
-timed beside jax.jit in this process as `fleet tune` does (verified_speedup).
+rounds', flattered by the choice); a kept config is timed beside jax.jit in this process
+(verified_speedup). A program hlotune.jit recorded is named by its recorded name.
 The database is $HLOTUNE_DB, or ~/.cache/hlotune/tuning.sqlite, unless --db names one.
 Heavy modules (jax) load inside the handlers so that `hlotune --help` stays fast.
 """
@@ -121,12 +121,11 @@ def run_tune(args: argparse.Namespace) -> int:
     options = _tune_options(args)
     if is_program_spec(args.program) or args.tune_recorded is None:
         result = tune(args.program, options=options, db_path=args.db, runner=args.runner, progress=not args.quiet)
-        name, verified = result.program, None
+        name = result.program
     else:  # a program hlotune.jit recorded: fleet/commands.py hands this parser its handler
-        name, result, verified = args.tune_recorded(args.program, args.db, options, args.runner, not args.quiet)
+        name, result = args.tune_recorded(args.program, args.db, options, args.runner, not args.quiet)
     if args.json:
-        verified_key = {} if verified is None else {"verified_speedup": verified.speedup}
-        print(json.dumps(result.to_json() | verified_key))
+        print(json.dumps(result.to_json()))
         return 0
     noise = f"noise floor {result.noise:.1%}"
     if not result.kept_default:
@@ -154,18 +153,18 @@ def run_tune(args: argparse.Namespace) -> int:
         print(f"  screened      {result.screened} candidates compiled and scored by their kernels "
               f"({result.screen_s:.1f} s compiling)")
     print(f"  config        {json.dumps(result.best_config.to_dict())} (numerics-{result.numerics})")
-    if verified is not None:
+    if result.verified_speedup is not None:
         from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR
 
-        applies = ("hlotune.jit trials it in each process" if verified.applies
+        verified = result.verified_speedup
+        applies = ("hlotune.jit trials it in each process" if verified >= VERIFIED_FLOOR
                    else f"below {VERIFIED_FLOOR}x: hlotune.jit keeps jax.jit's")
-        print(f"  verified      {verified.speedup:.3f}x beside jax.jit in this process, "
-              f"{verified.rounds} rounds interleaved ({applies})")
+        print(f"  verified      {verified:.3f}x beside jax.jit in this process, interleaved ({applies})")
     if not result.kept_default:
         only_flags = result.best_config.layout.is_default and result.best_config.kernels.is_default
         export = "xla_flags" if only_flags else "json"
         database = f" --db {args.db}" if args.db else ""
-        program = result.program if verified is None else result.fingerprint[:12]
+        program = result.program if name == result.program else result.fingerprint[:12]
         print(f"  use it        hlotune db export {program} --format {export}{database}"
               "   (Python: hlotune.tune(...).compiled())")
     return 0

@@ -42,6 +42,7 @@ class TuneResult:
     confirm_rounds: int = 0  # re-measuring rounds of the final check
     screened: int = 0  # candidates a kernel screen compiled (models/kernel_screen.py), none run
     screen_s: float = 0.0  # the seconds it spent compiling them
+    verified_speedup: float | None = None  # the kept config beside jax.jit in the tuning process
     _program: Program | None = field(default=None, repr=False, compare=False)
     # a tuned function's: its executable as a callable of the user's call (static values, keys)
     _caller: Callable[[Callable], Callable] | None = field(default=None, repr=False, compare=False)

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from hlotune.compiler.argument_files import offer
+from hlotune.compiler.machine import Machine
 from hlotune.errors import HlotuneError
-from hlotune.programs import load_program
+from hlotune.programs import Program, load_program
 from hlotune.programs.calls import BoundCall, jit_function
 from hlotune.programs.function_program import FunctionProgram, function_program
 from hlotune.programs.keys import KeyedFunction
@@ -114,8 +115,27 @@ def tune(
                     prior.close()
     result = tuner.result(decision, seconds=time.monotonic() - started)
     screened, screen_s = (build.screen.compiled, build.screen.compile_s) if build.screen else (0, 0.0)
-    return replace(result, screened=screened, screen_s=screen_s, _caller=caller,
+    verified = _conclude(db_path, options, result, loaded if target is None else target.user, measurer.machine)
+    return replace(result, screened=screened, screen_s=screen_s, verified_speedup=verified, _caller=caller,
                    _program=result._program if target is None else target.user)
+
+
+def _conclude(location: str | Path, options: TuneOptions, result: TuneResult, program: Program,
+              machine: Machine) -> float | None:
+    """Every tune ends the same way: its tuning time logged, and a kept config timed beside
+    jax.jit in this process (verification.py) where it was measured on this kind of machine;
+    the kept config's speedup there (None: nothing kept, or measured elsewhere)."""
+    from hlotune.compiler.machine import this_machine
+    from hlotune.tuning.verification import time_config
+
+    verification = None
+    if not result.kept_default and machine == this_machine():
+        verification = time_config(program, result.best_config)
+    with TuningDatabase(location, machine=machine) as db:
+        db.record_tune(result.fingerprint, options.budget or 0, result.measurements, result.seconds)
+        if verification is not None:
+            db.verify(result.fingerprint, verification)
+    return None if verification is None else verification.speedup
 
 
 def _user_caller(call: BoundCall, keyed: KeyedFunction) -> Callable[[Callable], Callable]:

@@ -258,3 +258,24 @@ def test_donated_arguments_are_donated_under_a_decision_as_under_jax_jit(tmp_pat
         donated = second if options.get("donate_argnums") == 2 else first
         kept = first if donated is second else second
         assert donated.is_deleted() and not kept.is_deleted()
+
+
+def test_the_report_scales_a_window_to_a_day_only_where_it_spans_an_hour_and_the_hosts_could_run_it(tmp_path):
+    import time
+
+    from hlotune.fleet.savings import fleet_savings
+    from hlotune.tuning.storage import CallCount
+
+    def savings(calls: int, window_s: float, name: str):
+        location = str(tmp_path / name)
+        fingerprint = hlotune.jit(stencil, db=location).choice(jnp.ones((256, 256))).fingerprint
+        with TuningDatabase(location) as db:
+            db.record_calls(fingerprint, CallCount(calls, 10, 1.0, time.time() - window_s))
+            return fleet_savings(db), db.machine.cores
+
+    short, _ = savings(100, 600, "short.sqlite")  # 10 s in 10 minutes
+    long, cores = savings(10**6, 3600, "long.sqlite")  # 1e5 s in an hour
+    assert short.recorded_s == pytest.approx(10.0) and short.seconds_per_day is None
+    assert long.recorded_s == pytest.approx(1e5)  # more than one host could run in the hour:
+    assert long.seconds_per_day == pytest.approx(cores * 86400)  # capped at its cores all day
+    assert long.to_json()["programs"][0]["seconds_per_day"] == pytest.approx(cores * 86400)

@@ -6,13 +6,15 @@ share comes from the field's trials where there are finished ones (source "field
 over those processes of 1 - 1/speedup where the trial kept the decision, 0 where it kept
 jax.jit's), else from the verification beside jax.jit (source "verified", where the rule lets it
 apply), else nothing, whatever the tune reported. A rate a day is the recorded time scaled to a
-day, given only where the counts span at least MIN_DAY_WINDOW_S: a few minutes of a few jobs
-say little of a day. Set against the tuning time spent, the saving over that cost is the seeds'
+day, given only where the counts span at least MIN_DAY_WINDOW_S (a few minutes of a few jobs
+say little of a day) and never beyond what the recorded hosts could run in a day, each core
+busy all day. Set against the tuning time spent, the saving over that cost is the seeds'
 figure: XTAT's fleet saves about 15x what its tuning costs.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 from hlotune.tuning.storage import Recording, TuningDatabase
@@ -38,23 +40,17 @@ class ProgramSaving:
     def saved_s(self) -> float:
         return self.recorded_s * self.saved_share
 
-    @property
-    def seconds_per_day(self) -> float | None:
-        return self.recorded_s / self.window_s * 86400 if self.window_s >= MIN_DAY_WINDOW_S else None
-
-    @property
-    def saved_per_day(self) -> float | None:
-        day = self.seconds_per_day
-        return None if day is None else day * self.saved_share
-
-    def to_json(self) -> dict:
-        return asdict(self) | {"saved_s": self.saved_s, "seconds_per_day": self.seconds_per_day,
-                               "saved_per_day": self.saved_per_day}
+    def to_json(self, day: float | None = None) -> dict:
+        """Its fields, with the rates a day where `day` (days per second of the window) is given."""
+        return asdict(self) | {"saved_s": self.saved_s,
+                               "seconds_per_day": None if day is None else self.recorded_s * day,
+                               "saved_per_day": None if day is None else self.saved_s * day}
 
 
 @dataclass(frozen=True)
 class FleetSavings:
     programs: list[ProgramSaving]  # most saved first
+    capacity_s: float = math.inf  # what the recorded hosts could run in a day: hosts x cores x 86400
 
     @property
     def recorded_s(self) -> float:
@@ -70,11 +66,18 @@ class FleetSavings:
 
     @property
     def seconds_per_day(self) -> float | None:
-        return self.recorded_s / self.window_s * 86400 if self.window_s >= MIN_DAY_WINDOW_S else None
+        return None if self._day_scale is None else self.recorded_s * self._day_scale
 
     @property
     def saved_per_day(self) -> float | None:
-        return self.saved_s / self.window_s * 86400 if self.window_s >= MIN_DAY_WINDOW_S else None
+        return None if self._day_scale is None else self.saved_s * self._day_scale
+
+    @property
+    def _day_scale(self) -> float | None:
+        """Days per second of the window, capped so that the fleet's time a day fits the hosts."""
+        if self.window_s < MIN_DAY_WINDOW_S or not self.recorded_s:
+            return None
+        return min(86400 / self.window_s, self.capacity_s / self.recorded_s)
 
     @property
     def tuning_s(self) -> float:
@@ -86,7 +89,7 @@ class FleetSavings:
         return self.saved_s / self.tuning_s if self.tuning_s else None
 
     def to_json(self) -> dict:
-        return {"programs": [p.to_json() for p in self.programs], "recorded_s": self.recorded_s,
+        return {"programs": [p.to_json(self._day_scale) for p in self.programs], "recorded_s": self.recorded_s,
                 "saved_s": self.saved_s, "window_s": self.window_s, "seconds_per_day": self.seconds_per_day,
                 "saved_per_day": self.saved_per_day, "tuning_s": self.tuning_s,
                 "saving_over_cost": self.saving_over_cost}
@@ -94,7 +97,8 @@ class FleetSavings:
 
 def fleet_savings(db: TuningDatabase) -> FleetSavings:
     programs = [_saving(db, recording) for recording in db.recordings()]
-    return FleetSavings(sorted(programs, key=lambda p: -p.saved_s))
+    capacity = db.recorded_hosts() * db.machine.cores * 86400.0
+    return FleetSavings(sorted(programs, key=lambda p: -p.saved_s), capacity)
 
 
 def _saving(db: TuningDatabase, recording: Recording) -> ProgramSaving:

@@ -95,6 +95,12 @@ class Recordings:
                  for p, n, s, t, reason, first, calls, seconds, window in rows]
         return sorted(found, key=lambda r: (-r.seconds, r.first_seen))
 
+    def recorded_hosts(self) -> int:
+        """The hosts whose processes recorded calls here (a process is HOST:PID:TOKEN)."""
+        rows = self._sql.execute("SELECT DISTINCT process FROM calls WHERE machine = ? AND jax = ? AND jaxlib = ?",
+                                 self._scope).fetchall()
+        return len({process.rsplit(":", 2)[0] for (process,) in rows})
+
     def exported(self, fingerprint: str) -> bytes | None:
         """The recorded program's export (None: not recorded here, or not exportable)."""
         row = self._sql.execute(

@@ -12,8 +12,10 @@ overlap compute):
   called with the user's arguments;
 - autotune: `@hlotune.autotune` running the same config from a database decision;
 - hlotune.jit: `hlotune.jit(fn)` recording the program and counting its calls, under the same
-  decision, or (the default config) with none: what every call of a recorded program costs
-  over jax.jit (issue 48's goal: at most 1% on a program of about 1 ms).
+  decision (applied without a trial: the path every call takes after one), or (the default
+  config) with none: what every call of a recorded program costs over jax.jit (issue 48's goal:
+  at most 1% on a program of about 1 ms); with the default config also "2 signatures", the same
+  after one call with bfloat16 arguments (issue 60's goal: no more than with one).
 
 With --tune, each program is also tuned (`hlotune.tune(fn, *args, budget=...)`) and its best
 config timed the same way, beside the speedup the tuner reported (issue 29's goal: compiled()
@@ -62,6 +64,7 @@ from hlotune.tuning.storage import Decision, TuningDatabase
 
 BOUND_FRACTION, BOUND_S = 0.01, 20e-6
 PLACED = "compiled(), placed"
+TWO = "hlotune.jit, 2 signatures"
 BLOCK_S = 0.03
 MODES = {"each call waits for its outputs": True, "pipelined: a block waits at its end": False}
 
@@ -126,7 +129,17 @@ def _autotune(db: Path):
 
 
 def _jit(db: Path):
-    return lambda fn: hlotune.jit(fn, db=str(db))
+    return lambda fn: hlotune.jit(fn, db=str(db), trial=False)  # the path after a trial, from the first call
+
+
+def _two_signatures(program: Program, db: Path):
+    """hlotune.jit of the program without a decision, called once with its float arguments in
+    bfloat16 first: a function with two signatures, timed on the original one."""
+    recorded = hlotune.jit(program.fn, db=str(db))
+    other = jax.tree_util.tree_map(lambda a: a.astype(jnp.bfloat16) if jnp.issubdtype(a.dtype, jnp.floating) else a,
+                                   program.args)
+    jax.block_until_ready(recorded(*other))
+    return recorded
 
 
 def _row(name: str, program: Program, label: str, config: CompileConfig, space: LayoutSpace,
@@ -141,6 +154,9 @@ def _row(name: str, program: Program, label: str, config: CompileConfig, space: 
     if not config.layout.is_default:
         placed = jax.tree_util.tree_structure(program.args).unflatten(space.placed_args(config.layout))
         calls[PLACED] = lambda: user(*placed)
+    if config.is_default:
+        two = _two_signatures(program, folder / f"{program.name}-two.sqlite")
+        calls[TWO] = lambda: two(*program.args)
     row = {"program": name, "config": label, "config_dict": config.to_dict()}
     for mode, wait_each in MODES.items():
         times = interleaved_call_times(calls, rounds=rounds, block_s=BLOCK_S, wait_each=wait_each)
@@ -153,8 +169,9 @@ def _print(rows: list[dict], mode: str) -> None:
     print(f"\n{mode}: µs per call, block minimum (median); overheads over raw from the minima / "
           "the medians\n")
     header = ("program", "config", "jit", "raw", "compiled()", "compiled() − raw", "placed − raw",
-              "autotune − raw", "hlotune.jit − raw", "jit / raw", "jit / compiled()", "jit / hlotune.jit")
-    print(harness.markdown(header, [_cells(row, row[mode]) for row in rows], align="ll" + "r" * 10))
+              "autotune − raw", "hlotune.jit − raw", "2 signatures − raw", "jit / raw", "jit / compiled()",
+              "jit / hlotune.jit", "jit / 2 signatures")
+    print(harness.markdown(header, [_cells(row, row[mode]) for row in rows], align="ll" + "r" * 12))
 
 
 def _cells(row: dict, times: dict) -> list[str]:
@@ -162,8 +179,9 @@ def _cells(row: dict, times: dict) -> list[str]:
     cells = [row["program"], row["config"]]
     cells += [f"{times['min_us'][k]:.1f} ({times['median_us'][k]:.1f})" for k in ("jit", "raw", "compiled()")]
     cells += [_overhead(times, name) if name in times["min_us"] else "—"
-              for name in ("compiled()", PLACED, "autotune", "hlotune.jit")]
-    return cells + [f"{_speedup(times, name):.3f}x" for name in ("raw", "compiled()", "hlotune.jit")]
+              for name in ("compiled()", PLACED, "autotune", "hlotune.jit", TWO)]
+    return cells + [f"{_speedup(times, name):.3f}x" if name in times["min_us"] else "—"
+                    for name in ("raw", "compiled()", "hlotune.jit", TWO)]
 
 
 def _overhead(times: dict, name: str) -> str:

@@ -11,17 +11,17 @@ warm-up (jax.jit's first call compiles) and is not counted.
 A pair counts only if jax.jit compiled in neither call: its first call compiles, and so may a
 later one, when the decision's outputs (committed arrays) come back as its arguments.
 
-The rule, sequential as a sequential test is, and a sign test, because single calls on a shared
-machine carry outliers of several times their length: a pair is a win where jax.jit's call
-took more than TIE times the decision's. From MIN_PAIRS pairs on, after each pair, the decision
-is kept once so many pairs are wins that a coin would give that many with probability below
-ALPHA; jax.jit's executable is kept, from MIN_REJECT_PAIRS pairs on, once the pairs that are not
-wins pass the looser ALPHA_REJECT (the decision is slower, or no gain worth having), or when the
-trial's bound is reached undecided (a tie keeps the default): MAX_PAIRS pairs, or MAX_SLOWER_S
-seconds run at either executable. ALPHA is small because the rule looks after every pair. A clear answer ends the trial early,
-so its cost, the calls run at the slower executable, is small where the difference is large,
-and the difference is small where the trial runs long. The speedup it reports is the median
-of the pairs' ratios.
+The rule is a sequential sign test: sequential, so a clear answer ends the trial early; a sign
+test, because single calls on a shared machine carry outliers several times their length. A
+pair is a win where jax.jit's call took more than TIE times the decision's. From MIN_PAIRS
+pairs on, after each pair, the decision is kept once the wins are more than a fair coin gives
+with probability ALPHA. From MIN_REJECT_PAIRS pairs on, jax.jit's executable is kept once the
+pairs that are not wins pass the looser ALPHA_REJECT (the decision is slower, or no gain worth
+having), or when the trial's bound is reached undecided (a tie keeps the default): MAX_PAIRS
+pairs, or MAX_SLOWER_S seconds run at either executable. ALPHA is small because the rule looks
+after every pair. The cost, the calls run at the slower executable, is thus small where the
+difference is large, and the difference small where the trial runs long. The speedup a trial
+reports is the median of its pairs' ratios.
 """
 
 from __future__ import annotations

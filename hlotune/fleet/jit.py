@@ -42,7 +42,7 @@ from hlotune.compiler.config import DEFAULT_CONFIG
 from hlotune.errors import HlotuneError
 from hlotune.tuning.autotune import DATABASE, JIT, Autotuned, Choice, Entry, _compiled, _direct
 from hlotune.tuning.options import TuneOptions
-from hlotune.tuning.storage.field import CARRIED, KEPT, Decision
+from hlotune.tuning.storage.field import CARRIED, KEPT, TIED, Decision, shown_faster
 
 DISABLE = "HLOTUNE_DISABLE"
 NO_TRIAL = "HLOTUNE_TRIAL"  # "0": apply decisions without a trial
@@ -179,14 +179,13 @@ class Jitted(Autotuned):
     def _settle(self, entry: Recorded) -> None:
         """Put the trial's winner in the entry's place and say once what was kept and why."""
         trial, fingerprint, name = entry.trial, entry.choice.fingerprint, _qualified_name(self._fn)
-        kept = trial.verdict == KEPT and not self._recorder.broken
+        kept, why = self._verdict(trial, fingerprint)
         if kept:
             winner = Recorded(Choice(entry.choice.config, DATABASE, fingerprint), entry.call, entry.calls)
-            what, why = "the config tuned for it", "faster beyond the trial's noise"
+            what = "the config tuned for it"
         else:
             winner = Recorded(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._jax, entry.calls)
             what = "jax.jit's executable"
-            why = "the database broke mid-trial" if self._recorder.broken else "not faster beyond a tie"
         key = next(k for k, e in self._entries.items() if e is entry)
         self._entries[key] = winner
         self._recorder.announce(fingerprint, (
@@ -194,6 +193,21 @@ class Jitted(Autotuned):
             f"({trial.pairs} pairs of calls, {trial.compile_s:.2f} s to compile it; {why}; "
             f"HLOTUNE_TRIAL=0 skips the trial, HLOTUNE_DISABLE=1 turns hlotune off)"))
         self._recorder.flush()  # the verdict, batched with the counts so far
+
+    def _verdict(self, trial: Trial, fingerprint: str) -> tuple[bool, str]:
+        """Whether the process keeps the decision, and why: its trial's verdict, or at a tie the
+        field's pairs with its own (storage/field.py)."""
+        if self._recorder.broken:
+            return False, "the database broke mid-trial"
+        if trial.verdict == KEPT:
+            return True, "faster beyond the trial's noise"
+        if trial.verdict == TIED:
+            field = self._recorder.field(fingerprint, trial.config_key)
+            if field is not None and shown_faster(field.wins + trial.wins, field.pairs + trial.pairs):
+                return True, (f"a tie here, and faster in the field's {field.pairs + trial.pairs} pairs "
+                              f"over {len(field.trials) + 1} processes")
+            return False, "a tie by the trial's bound"
+        return False, "not faster beyond a tie"
 
     def _follow(self, entry: Recorded) -> None:
         """Let calls take jax.jit's dispatch directly, counted to `entry`'s program, while every

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from hlotune.progress import note
 from hlotune.tuning.storage import CallCount, TuningDatabase, exists
 from hlotune.tuning.storage.connection import first_line
-from hlotune.tuning.storage.field import DecisionState
+from hlotune.tuning.storage.field import DecisionState, FieldStats
 
 if TYPE_CHECKING:
     from hlotune.fleet.trial import Trial
@@ -109,6 +109,10 @@ class Recorder:
         if self._db is None and not exists(self.location):
             return None
         return self._guarded(lambda db: db.state(fingerprint, allow_numerics_change=allow_numerics_change))
+
+    def field(self, fingerprint: str, config_key: str) -> FieldStats | None:
+        """The config's trials in other processes (None where the database cannot say)."""
+        return self._guarded(lambda db: db.field(fingerprint, config_key, excluding=db.owner))
 
     @property
     def broken(self) -> bool:

@@ -11,17 +11,18 @@ warm-up (jax.jit's first call compiles) and is not counted.
 A pair counts only if jax.jit compiled in neither call: its first call compiles, and so may a
 later one, when the decision's outputs (committed arrays) come back as its arguments.
 
-The rule is a sequential sign test: sequential, so a clear answer ends the trial early; a sign
-test, because single calls on a shared machine carry outliers several times their length. A
-pair is a win where jax.jit's call took more than TIE times the decision's. From MIN_PAIRS
-pairs on, after each pair, the decision is kept once the wins are more than a fair coin gives
-with probability ALPHA. From MIN_REJECT_PAIRS pairs on, jax.jit's executable is kept once the
-pairs that are not wins pass the looser ALPHA_REJECT (the decision is slower, or no gain worth
-having), or when the trial's bound is reached undecided (a tie keeps the default): MAX_PAIRS
-pairs, or MAX_SLOWER_S seconds run at either executable. ALPHA is small because the rule looks
-after every pair. The cost, the calls run at the slower executable, is thus small where the
-difference is large, and the difference small where the trial runs long. The speedup a trial
-reports is the median of its pairs' ratios.
+The rule is a sequential sign test (storage/field.py has it, as the field pools pairs the same
+way): sequential, so a clear answer ends the trial early; a sign test, because single calls on
+a shared machine carry outliers several times their length. A pair is a win where jax.jit's
+call took more than TIE times the decision's. From MIN_PAIRS pairs on, after each pair, the
+decision is KEPT once the wins are more than a fair coin gives with probability ALPHA; from
+MIN_REJECT_PAIRS pairs on, it is REJECTED once the pairs that are not wins pass the looser
+ALPHA_REJECT (slower, or no gain worth having). At the trial's bound, MAX_PAIRS pairs or
+MAX_SLOWER_S seconds run at either executable, it is TIED: the process keeps jax.jit's
+executable, unless the field's pairs with its own show the decision faster (jit.py). The cost,
+the calls run at the slower executable, is thus small where the difference is large, and the
+difference small where the trial runs long. The speedup a trial reports is the median of its
+pairs' ratios.
 """
 
 from __future__ import annotations
@@ -30,21 +31,20 @@ import math
 import statistics
 
 from hlotune.tuning.final_check import TIE
-from hlotune.tuning.storage.field import DEFAULT, KEPT, UNFINISHED, TrialOutcome
+from hlotune.tuning.storage.field import (ALPHA_REJECT, KEPT, REJECTED, TIED, UNFINISHED, TrialOutcome,
+                                          coin_tail, shown_faster)
 
 JIT_ARM, TUNED_ARM = "jit", "tuned"
-MIN_PAIRS = 8  # counted pairs before the rule may keep a decision
-MIN_REJECT_PAIRS = 5  # counted pairs before it may keep jax.jit's
-MAX_PAIRS = 64  # counted pairs at most: undecided by then, jax.jit's is kept
+MIN_PAIRS = 8  # counted pairs before the rule may keep a decision (8 wins of 8: ALPHA)
+MIN_REJECT_PAIRS = 5  # counted pairs before it may reject one (5 losses of 5: ALPHA_REJECT)
+MAX_PAIRS = 64  # counted pairs at most: undecided by then, the trial is TIED
 MAX_SLOWER_S = 2.0  # seconds of counted calls at either executable, at most
-ALPHA = 0.005  # a look's one-sided error: 8 wins of 8 pairs keep a decision, 11 of 12, 17 of 20
-ALPHA_REJECT = 0.05  # keeping jax.jit's needs less (5 of 5 pairs lost, 7 of 8): a wrong rejection
-# costs a gain, which the next process may still find; a wrong keep costs every later call
 
 
 class Trial:
     """The trial of one config in this process; `next_arm` says which executable runs the next
-    call, `add` takes its time, and `verdict` is KEPT or DEFAULT once decided (None before)."""
+    call, `add` takes its time, and `verdict` is KEPT, REJECTED or TIED once decided (None
+    before)."""
 
     def __init__(self, config_key: str, compile_s: float) -> None:
         self.config_key, self.compile_s = config_key, compile_s
@@ -77,12 +77,12 @@ class Trial:
         self.verdict = self._decide()
 
     def _decide(self) -> str | None:
-        if self.pairs >= MIN_PAIRS and _coin_tail(self.wins, self.pairs) < ALPHA:
+        if self.pairs >= MIN_PAIRS and shown_faster(self.wins, self.pairs):
             return KEPT
-        if self.pairs >= MIN_REJECT_PAIRS and _coin_tail(self.pairs - self.wins, self.pairs) < ALPHA_REJECT:
-            return DEFAULT
+        if self.pairs >= MIN_REJECT_PAIRS and coin_tail(self.pairs - self.wins, self.pairs) < ALPHA_REJECT:
+            return REJECTED
         if self.pairs >= MAX_PAIRS or max(sum(t) for t in self._times.values()) >= MAX_SLOWER_S:
-            return DEFAULT
+            return TIED
         return None
 
     @property
@@ -94,11 +94,6 @@ class Trial:
         """What the field keeps of it: UNFINISHED while undecided."""
         return TrialOutcome(self.config_key, self.pairs, self.wins, self.speedup, _median(self._times[JIT_ARM]),
                             _median(self._times[TUNED_ARM]), self.verdict or UNFINISHED, self.compile_s)
-
-
-def _coin_tail(heads: int, flips: int) -> float:
-    """P(at least `heads` heads in `flips` tosses of a fair coin)."""
-    return sum(math.comb(flips, k) for k in range(heads, flips + 1)) / 2 ** flips
 
 
 def _median(seconds: list[float]) -> float:

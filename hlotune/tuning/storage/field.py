@@ -5,18 +5,21 @@ A tune's speedup is measured in a worker, and its verification beside jax.jit in
 memory layout alone moves a program's speed by 5-30% from one process to the next, so
 `hlotune.jit` trials a decision in every process (fleet/trial.py) and writes each trial here:
 its calls paired, the pairs the decision won, the median pair's speedup, the median call under
-each executable, and its verdict. A process that
-ends mid-trial writes its pairs as UNFINISHED.
+each executable, and its verdict: KEPT or REJECTED where the trial decided, TIED where it
+reached its bound undecided, UNFINISHED where the process ended first. The pairs of every
+trial pool: a decision the field's pairs show faster (`confirmed`, the same sign test a trial
+runs) is kept by a process whose own trial ties.
 
 The rule (`TuningDatabase.state`), used by hlotune.jit, @autotune, `fleet status` and
 `fleet report` alike: the latest decision (numerics-safe unless allowed) is a candidate unless
 it kept the default, its latest verification beside jax.jit found it below VERIFIED_FLOOR, or
 the field retired it. A decision is RETIRED once RETIRE_AFTER processes or more finished its
-trial and either those that did not keep it outnumber those that did, or their median speedup
-is below RETIRE_BELOW. A candidate is APPLIED once most finished trials kept it, and ON
-TRIAL before. A program with no decision under this jax/jaxlib whose decision under another
-release (on this machine) did not keep the default has that one CARRIED over: on trial, never
-applied untested, until trials under this release confirm it.
+trial and either those that rejected it outnumber those that kept it, their median speedup is
+below RETIRE_BELOW, or the field's pairs show it no faster beyond a tie. A candidate is APPLIED
+once the field's pairs confirm it, and ON TRIAL before. A program with no decision under this
+jax/jaxlib whose decision under another release (on this machine) did not keep the default has
+that one CARRIED over: on trial, never applied untested, until trials under this release
+confirm it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from hlotune.tuning.storage.base import Decision
 from hlotune.tuning.storage.connection import Connection
 from hlotune.tuning.storage.fleet_log import Verification
 
-KEPT, DEFAULT, UNFINISHED = "kept", "default", "unfinished"  # a trial's verdict in one process
+# a trial's verdict in one process:
+KEPT, REJECTED, TIED, UNFINISHED = "kept", "rejected", "tied", "unfinished"
+ALPHA = 0.005  # a sign test's one-sided error for keeping a decision (a trial looks after each pair)
+ALPHA_REJECT = 0.05  # and for rejecting one: a wrong rejection costs a gain, a wrong keep every call
 RETIRE_AFTER = 3  # finished trials, at least, before the field may retire a decision
 RETIRE_BELOW = 0.99  # the field's median speedup under which a decision is retired
 # A decision's standing, as `fleet status` prints it:
@@ -50,7 +56,7 @@ class TrialOutcome:
     speedup: float  # the config's: the median of the pairs' ratios (1 before a pair)
     jit_ns: float  # median call under jax.jit's executable (nan before a pair)
     tuned_ns: float  # under the config's
-    verdict: str  # KEPT, DEFAULT or UNFINISHED
+    verdict: str  # KEPT, REJECTED, TIED or UNFINISHED
     compile_s: float  # the config's compile in that process (the trial's second compile)
 
 
@@ -69,8 +75,16 @@ class FieldStats:
         return sum(t.verdict == KEPT for t in self.trials)
 
     @property
-    def not_kept(self) -> int:
-        return sum(t.verdict == DEFAULT for t in self.trials)
+    def rejected(self) -> int:
+        return sum(t.verdict == REJECTED for t in self.trials)
+
+    @property
+    def pairs(self) -> int:
+        return sum(t.pairs for t in self.trials)
+
+    @property
+    def wins(self) -> int:
+        return sum(t.wins for t in self.trials)
 
     @property
     def speedups(self) -> list[float]:
@@ -85,12 +99,22 @@ class FieldStats:
     def retired(self) -> bool:
         if len(self.finished) < RETIRE_AFTER:
             return False
-        return self.not_kept > self.kept or self.median < RETIRE_BELOW
+        return (self.rejected > self.kept or self.median < RETIRE_BELOW
+                or coin_tail(self.pairs - self.wins, self.pairs) < ALPHA_REJECT)
 
     @property
     def confirmed(self) -> bool:
-        """Most finished trials kept it."""
-        return self.kept > self.not_kept
+        """The field's pairs show the decision faster beyond a tie."""
+        return shown_faster(self.wins, self.pairs)
+
+
+def shown_faster(wins: int, pairs: int) -> bool:
+    return pairs > 0 and coin_tail(wins, pairs) < ALPHA
+
+
+def coin_tail(heads: int, flips: int) -> float:
+    """P(at least `heads` heads in `flips` tosses of a fair coin)."""
+    return sum(math.comb(flips, k) for k in range(max(heads, 0), flips + 1)) / 2 ** flips
 
 
 @dataclass(frozen=True)
@@ -128,11 +152,13 @@ class Field:
                   _real(t.jit_ns), _real(t.tuned_ns), t.verdict, t.compile_s, time.time())
                  for fingerprint, t in trials])
 
-    def field(self, fingerprint: str, config_key: str) -> FieldStats:
+    def field(self, fingerprint: str, config_key: str, *, excluding: str = "") -> FieldStats:
+        """The config's trials here, but those of the process `excluding` names (its own, while
+        its trial runs)."""
         rows = self._sql.execute(
             "SELECT config, pairs, wins, speedup, jit_ns, tuned_ns, verdict, compile_s "
-            f"FROM trials WHERE {_KEY} AND config = ? ORDER BY updated",
-            (fingerprint, *self._scope, config_key)).fetchall()
+            f"FROM trials WHERE {_KEY} AND config = ? AND process != ? ORDER BY updated",
+            (fingerprint, *self._scope, config_key, excluding)).fetchall()
         return FieldStats(tuple(TrialOutcome(c, p, w, x, _nan(j), _nan(t), *rest) for c, p, w, x, j, t, *rest in rows))
 
     def state(self, fingerprint: str, *, allow_numerics_change: bool = False) -> DecisionState:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from hlotune.atomic import write_bytes_atomic
 from hlotune.errors import HlotuneError
 from hlotune.programs.program import EXPORT_PREFIX
+from hlotune.tuning.runners.registry import DEFAULT_RUNNER
 from hlotune.tuning.storage import Recording, TuningDatabase, local_folder
 
 if TYPE_CHECKING:
@@ -45,7 +46,7 @@ def recorded_spec(db: TuningDatabase, recording: Recording) -> str:
     return f"{EXPORT_PREFIX}{path}"
 
 
-def tune_recorded(location: str, recording: Recording, options: TuneOptions, *, runner: str | Runner = "local",
+def tune_recorded(location: str, recording: Recording, options: TuneOptions, *, runner: str | Runner = DEFAULT_RUNNER,
                   progress: bool = False) -> TuneResult:
     """Tune the recorded program from the database alone; the tune logs what it cost and times
     a kept config beside jax.jit (tuning/tuner.py)."""

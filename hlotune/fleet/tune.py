@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
 from hlotune.fleet.recorded import tune_recorded
+from hlotune.tuning.runners.registry import DEFAULT_RUNNER, open_runner
 from hlotune.tuning.storage import Recording, TuningDatabase
 
 if TYPE_CHECKING:
@@ -92,13 +93,11 @@ class FleetTuneResult:
 
 
 def fleet_tune(location: str, *, allocate: Callable[[list[Recording], Spender], None],
-               budget: int | None, hours: float | None, runner: Runner | str = "local", seed: int = 0,
+               budget: int | None, hours: float | None, runner: Runner | str = DEFAULT_RUNNER, seed: int = 0,
                show: bool = True) -> FleetTuneResult:
     """Spend `budget` measured configs and/or `hours` on the fleet recorded at `location` as
     `allocate` divides it. The runner is opened once for all the tunes: a Ray runner's
     connection and workers start once, not per program."""
-    from hlotune.tuning.runners.registry import open_runner
-
     if budget is None and hours is None:
         raise HlotuneError("fleet tune needs --budget or --hours: configs to measure or hours to spend")
     started = time.monotonic()

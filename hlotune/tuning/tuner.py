@@ -39,6 +39,7 @@ from hlotune.tuning.recipes.registry import SPACES
 from hlotune.tuning.result import TuneResult
 from hlotune.tuning.runners.base import Runner
 from hlotune.tuning.runners.in_process import runner_for
+from hlotune.tuning.runners.registry import DEFAULT_RUNNER
 from hlotune.tuning.storage import TuningDatabase, default_db_location, local_folder
 
 
@@ -47,7 +48,7 @@ def tune(
     *args,
     options: TuneOptions | None = None,
     db_path: str | Path | None = None,
-    runner: str | Runner = "local",
+    runner: str | Runner = DEFAULT_RUNNER,
     callbacks: Sequence[Callback] = (),
     progress: bool = True,
     static_argnums: int | Sequence[int] | None = None,

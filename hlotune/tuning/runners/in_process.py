@@ -20,8 +20,7 @@ from hlotune.programs import Program, load_program
 from hlotune.programs.function_program import FunctionProgram
 from hlotune.tuning.runners.base import Runner
 from hlotune.tuning.runners.local import LocalRunner
-
-IN_PROCESS = "in-process"  # its name in the registry
+from hlotune.tuning.runners.registry import DEFAULT_RUNNER, IN_PROCESS, open_runner
 
 
 class InProcessRunner(LocalRunner):
@@ -40,13 +39,11 @@ class InProcessRunner(LocalRunner):
 def runner_for(program: FunctionProgram | None, runner: str | Runner) -> Iterator[Runner]:
     """`open_runner(runner)`, or for a live program an in-process runner, with one warning
     saying why."""
-    from hlotune.tuning.runners.registry import open_runner  # the registry imports this module
-
     if program is None or not program.in_process:
         with open_runner(runner) as opened:
             yield opened
         return
-    if runner not in ("local", IN_PROCESS):
+    if runner not in (DEFAULT_RUNNER, IN_PROCESS):
         raise HlotuneError(f"{program.in_process}: it can be measured only in this process, so not "
                            f"with runner {runner!r}")
     warnings.warn(f"{program.in_process}: measuring it in this process, not in a worker: {ISOLATION}",

@@ -86,7 +86,7 @@ from hlotune.tuning.loop import Tuner
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.online import OnlineCostModel
 from hlotune.tuning.models.rank_sum import RankSum
-from hlotune.tuning.models.scorer import ScorerCostModel, load_scorers
+from hlotune.tuning.models.scorer import ScorerCostModel, shipped_scorers
 from hlotune.tuning.models.transfer import load_transfer
 from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.runners.replay import ReplayRunner
@@ -236,7 +236,7 @@ def replay_program(collection: str, npz: Path, transfer: CostModel | None, seeds
     default_ns = np.median(replay.recorded[DEFAULT_CONFIG])
     oracle = max(max(default_ns / np.median(replay.recorded[c]) for c in pool), 1.0)
     layouts = LayoutSpace(program)
-    gnn = ScorerCostModel(load_scorers("pretrained", collection), layouts)
+    gnn = ScorerCostModel(shipped_scorers(collection), layouts)
     scored = [*pool, DEFAULT_CONFIG]  # the online model weighs its prior on every trial, the default's too
     models = {"gnn": PoolScores(scored, gnn.predict(scored))} | ({"transfer": transfer} if transfer else {})
     rows = []

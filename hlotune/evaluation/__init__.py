@@ -1,6 +1,7 @@
 """Judging cost models: the harness behind `hlotune eval` and `hlotune predict`.
 
-    scorers.py    models by name (a folder, pretrained:, baseline:) as Scorers
+    registry.py   the model names (a folder, pretrained:, baseline:), listed without importing a model
+    scorers.py    each name's model as a Scorer
     evaluate.py   a Scorer's metrics on labelled graphs, beside the noise ceiling
     crossval.py   leave-family-out cross-validation: a model trained and scored per fold
 

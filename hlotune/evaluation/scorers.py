@@ -1,6 +1,7 @@
 """Models by name, for `hlotune eval` and `hlotune predict`: each becomes a scorer.
 
-A scorer maps a GraphSample to one score per config, lower = predicted faster:
+A scorer maps a GraphSample to one score per config, lower = predicted faster. The names are
+registry.py's (MODELS), each loaded here:
 - a folder written by `hlotune train` (its `model/`), a saved model folder, or an ensemble of
   them (`hlotune ensemble`);
 - `pretrained:flags`, `pretrained:layout`: the models shipped in the package, trained on the
@@ -27,40 +28,57 @@ import numpy as np
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
+from hlotune.evaluation.registry import BASELINES, FOLDER, MODELS, model_kind
 
 # Any ranking model as evaluate, crossval and the tuner's ScorerCostModel take it: one score per
 # config of a sample, lower = predicted faster.
 Scorer = Callable[[GraphSample], np.ndarray]
 
-BASELINES = ("random", "analytical", "gbdt", "gbdt@DIR", "gbdt-rank", "gbdt-rank@DIR")
 GBDT_OBJECTIVES = {"gbdt": "regression", "gbdt-rank": "lambdarank"}
 GNN = "gnn"
 
 
 def load_scorer(name: str) -> Scorer:
-    if name.startswith("baseline:"):
-        baseline, at, train = name.removeprefix("baseline:").partition("@")
-        if baseline in GBDT_OBJECTIVES and (train or not at):
-            return _gbdt(train or None, GBDT_OBJECTIVES[baseline])
-        if baseline == "random" and not at:
-            return random_scores
-        if baseline == "analytical" and not at:
-            from hlotune.models.baselines.analytical import analytical_scores
+    """The scorer `name` names: its kind's in MODELS (registry.py), else a folder's."""
+    return (model_kind(MODELS, name) or MODELS[FOLDER]).load(name)
 
-            return analytical_scores
-        raise HlotuneError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+
+def baseline_scorer(name: str) -> Scorer:
+    """`baseline:NAME`: one of BASELINES."""
+    baseline, at, train = name.removeprefix("baseline:").partition("@")
+    if baseline in GBDT_OBJECTIVES and (train or not at):
+        return _gbdt(train or None, GBDT_OBJECTIVES[baseline])
+    if baseline == "random" and not at:
+        return random_scores
+    if baseline == "analytical" and not at:
+        from hlotune.models.baselines.analytical import analytical_scores
+
+        return analytical_scores
+    raise HlotuneError(f"unknown baseline {name!r}; known: {', '.join(BASELINES)}")
+
+
+def pretrained_scorer(name: str) -> Scorer:
+    """`pretrained:NAME`: a model shipped in the package."""
+    from hlotune.models.files import pretrained_folder
+
+    return _trained(name, pretrained_folder(name.removeprefix("pretrained:")))
+
+
+def folder_scorer(name: str) -> Scorer:
+    """A model folder; `gnn`, unless a folder, is a GNN to train."""
     if name == GNN and not Path(name).exists():
         raise HlotuneError("gnn is a GNN to train: `hlotune cv` trains one per "
                            "fold; elsewhere give a trained model folder")
+    return _trained(name, Path(name))
+
+
+def _trained(name: str, folder: Path) -> Scorer:
+    """The kernel program model `name` names, else the GNN (or ensemble) in `folder`."""
     from hlotune.kernels.program_model import KernelScorer, load_kernel_program_model
 
     if (kernel_model := load_kernel_program_model(name)) is not None:
         return KernelScorer(kernel_model)
-    if name.startswith("pretrained:"):
-        from hlotune.models.files import pretrained_folder
-
-        return ModelScorer.load(pretrained_folder(name.removeprefix("pretrained:")))
-    return ModelScorer.load(Path(name))
+    return ModelScorer.load(folder)
 
 
 def random_scores(sample: GraphSample) -> np.ndarray:

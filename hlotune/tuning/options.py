@@ -11,15 +11,15 @@ and the decorator, which tunes on the machine it runs on, takes them without a r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING
 
-from hlotune.compiler.measure import MeasureSettings
 from hlotune.errors import HlotuneError
-from hlotune.tuning.models.base import CostModel
+from hlotune.evaluation.registry import model_kind
+from hlotune.lazy import Imported
+from hlotune.tuning.models.registry import DEFAULT_MODEL, PRIORS
 from hlotune.tuning.recipes.registry import SPACES
-from hlotune.tuning.strategies.base import Strategy
 from hlotune.tuning.strategies.parts import StrategyFactory
 from hlotune.tuning.strategies.registry import (
     FIRST_GENERATIONS,
@@ -29,10 +29,13 @@ from hlotune.tuning.strategies.registry import (
     check_first_generation,
 )
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: `hlotune tune --help` reads the defaults without importing numpy
     from optuna.samplers import BaseSampler
 
+    from hlotune.compiler.measure import MeasureSettings
     from hlotune.evaluation.scorers import Scorer
+    from hlotune.tuning.models.base import CostModel
+    from hlotune.tuning.strategies.base import Strategy
 
 # The search a tune runs when none is named, chosen by the Tuner v4 benchmark
 # (docs/results/tuning.md#tuner-v4): the evolutionary search ranked by the model, whose first
@@ -40,9 +43,6 @@ if TYPE_CHECKING:
 # speedup at budget 8 [1.031, 1.143]; at 32 TPE kept 1.015x its speedup [0.982, 1.044], inside
 # the noise, and TPE from the portfolio (seed 0) kept less than either.
 DEFAULT_STRATEGY = "evolutionary"
-# The shipped models (models/scorer.load_scorers). At 32 on the nineteen programs, the search
-# without them (the online model alone) found 1.031x less [1.005, 1.060] and kept 1.007x less.
-DEFAULT_MODEL = "pretrained"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,8 +57,9 @@ class TuneOptions:
     # configs: used as it is) or an Optuna sampler.
     strategy: str | StrategyFactory | Strategy | BaseSampler = DEFAULT_STRATEGY
     # Ranks a ranked strategy's candidates (the tile space: each kernel's candidates, a model
-    # named only, `tile_model`): "pretrained" (the shipped models), a scorer, a name for
-    # load_scorer, "transfer[@DIR]" (flags only), a CostModel of yours (closed by you), or None.
+    # named only, `tile_model`): a name `--model` takes (models/registry.py: "pretrained", the
+    # shipped models; "transfer[@DIR]", flags only; "none" is None), a scorer, a CostModel of
+    # yours (closed by you), or None.
     # The fusion space ranks by the module roofline (models/roofline.py) unless given a
     # CostModel or None.
     model: str | Scorer | CostModel | None = DEFAULT_MODEL
@@ -83,9 +84,12 @@ class TuneOptions:
     kernel_stages: bool = True
     seed: int = 0
     allow_numerics_change: bool = False  # also search options that change results by design
-    settings: MeasureSettings = MeasureSettings()
+    settings: MeasureSettings = field(default_factory=Imported("hlotune.compiler.measure", "MeasureSettings"))
 
     def __post_init__(self) -> None:
+        kind = model_kind(PRIORS, self.model) if isinstance(self.model, str) else None
+        if kind is not None and kind.load is None:  # `none`: no model, as `--model none` says
+            object.__setattr__(self, "model", None)
         if self.space not in SPACES:
             raise HlotuneError(f"space must be one of {', '.join(SPACES)}, got {self.space!r}")
         if self.budget is None and self.time_s is None:
@@ -143,6 +147,8 @@ class TuneOptions:
         the model named, but none by default, as the shipped tile model keeps less of the
         kernel time saved than a random order (strategies/kernelwise.py), nor for a CostModel,
         which ranks whole configs."""
+        from hlotune.tuning.models.base import CostModel
+
         return None if self.model == DEFAULT_MODEL or isinstance(self.model, CostModel) else self.model
 
     @property
@@ -167,6 +173,8 @@ class TuneOptions:
         """How the strategy is built: a name's (strategies/registry.py), an Optuna sampler's (the
         optuna strategy's), or a factory's, which is handed all a ranked strategy is; None for
         a Strategy given whole."""
+        from hlotune.tuning.strategies.base import Strategy
+
         if isinstance(self.strategy, str):
             return STRATEGIES[self.strategy]
         if isinstance(self.strategy, Strategy):

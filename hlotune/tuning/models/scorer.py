@@ -24,24 +24,28 @@ from hlotune.data.metrics import average_ranks
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.tuning.models.base import CostModel
-from hlotune.tuning.options import DEFAULT_MODEL
+from hlotune.tuning.models.registry import DEFAULT_MODEL
 from hlotune.tuning.strategies.base import Trial
 
 COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "tile": ("tile",), "all": ("flags", "layout")}
 
 
+def shipped_scorers(space_kind: str) -> dict[str, Scorer]:
+    """The shipped model of each collection the space needs (`--model pretrained`)."""
+    from hlotune.evaluation.scorers import load_scorer
+
+    return {c: load_scorer(f"pretrained:{c}") for c in COLLECTIONS[space_kind]}
+
+
 def load_scorers(model: str | Scorer, space_kind: str) -> dict[str, Scorer]:
-    """The scorer of each collection the space needs: `model` is a scorer, a name for
-    `hlotune.evaluation.scorers.load_scorer`, or "pretrained" (the shipped model of each
-    collection)."""
+    """`model`, a scorer or a name `hlotune eval` scores (evaluation/registry.py), as the scorer
+    of the one collection the space needs."""
     from hlotune.evaluation.scorers import load_scorer
 
     collections = COLLECTIONS[space_kind]
-    if model == DEFAULT_MODEL:
-        return {c: load_scorer(f"pretrained:{c}") for c in collections}
     if len(collections) > 1:
         raise HlotuneError(
-            "the all space is ranked by a flags and a layout model: use --model pretrained"
+            f"the all space is ranked by a flags and a layout model: use --model {DEFAULT_MODEL}"
         )
     return {collections[0]: load_scorer(model) if isinstance(model, str) else model}
 

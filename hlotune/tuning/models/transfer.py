@@ -24,7 +24,6 @@ from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.online import ChoiceModel
 from hlotune.tuning.runners.replay import ReplayRunner
 
-TRANSFER = "transfer"  # the --model name
 PENALTY = 1.0  # ridge penalty, in configs: a light touch on thousands of pooled configs
 Example = tuple[CompileConfig, float]  # a config of some program, its cost relative to the default
 

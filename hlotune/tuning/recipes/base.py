@@ -12,12 +12,14 @@ from __future__ import annotations
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
+from hlotune.evaluation.registry import model_kind
 from hlotune.evaluation.scorers import Scorer
 from hlotune.kernels.program_model import load_kernel_program_model
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.kernel_screen import KernelScreen
-from hlotune.tuning.models.scorer import ScorerCostModel, load_scorers
-from hlotune.tuning.models.transfer import TRANSFER, load_transfer
+from hlotune.tuning.models.registry import PRIORS
+from hlotune.tuning.models.scorer import ScorerCostModel, load_scorers, shipped_scorers
+from hlotune.tuning.models.transfer import TransferCostModel, load_transfer
 from hlotune.tuning.recipes.build import Build
 from hlotune.tuning.storage import Database, local_stem
 from hlotune.tuning.strategies.base import Strategy
@@ -48,16 +50,9 @@ class Recipe:
         return self.named_prior(model)
 
     def named_prior(self, model: str | Scorer) -> CostModel:
-        """Scorers (pretrained, a folder, a baseline), the transfer model, or a kernel program
-        model screening compiled candidates."""
-        if _is_transfer(model):
-            return load_transfer(model, self.options.space)
-        if isinstance(model, str) and (kernel_model := load_kernel_program_model(model)) is not None:
-            build = self.build
-            build.screen = KernelScreen(build.spec, kernel_model, build.db_location, build.fingerprint,
-                                        self.options.settings)
-            return build.screen
-        return ScorerCostModel(load_scorers(model, self.options.space), self.build.layouts, self.options.seed)
+        """The prior the tuner's own name builds (models/registry.py), else a scorer's."""
+        kind = model_kind(PRIORS, model) if isinstance(model, str) else None
+        return scored_prior(self.build, model) if kind is None else kind.load(self.build, model)
 
     def search(self, space: SearchSpace, cost_model: CostModel | None) -> Strategy:
         """The strategy built over `space`, ranked by `cost_model`, or the one given whole."""
@@ -82,8 +77,24 @@ class Recipe:
         return search
 
 
-def _is_transfer(model: str | Scorer) -> bool:
-    return isinstance(model, str) and model.partition("@")[0] == TRANSFER
+def shipped_prior(build: Build, name: str) -> ScorerCostModel:
+    """`pretrained`: the shipped model of each collection the space needs."""
+    return ScorerCostModel(shipped_scorers(build.options.space), build.layouts, build.options.seed)
+
+
+def transfer_prior(build: Build, name: str) -> TransferCostModel:
+    """`transfer[@DIR]` (models/transfer.py)."""
+    return load_transfer(name, build.options.space)
+
+
+def scored_prior(build: Build, model: str | Scorer) -> CostModel:
+    """A model `hlotune eval` scores (a folder, pretrained:NAME, a baseline) or a scorer: a kernel
+    program model screens compiled candidates, any other ranks them."""
+    if isinstance(model, str) and (kernel_model := load_kernel_program_model(model)) is not None:
+        build.screen = KernelScreen(build.spec, kernel_model, build.db_location, build.fingerprint,
+                                    build.options.settings)
+        return build.screen
+    return ScorerCostModel(load_scorers(model, build.options.space), build.layouts, build.options.seed)
 
 
 def _warm_started(search: Strategy, space: SearchSpace, winners: list[CompileConfig]) -> Strategy:

@@ -26,6 +26,7 @@ at a larger budget continues its search.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # types only: `hlotune --help` lists the allocations without importing numpy
@@ -68,5 +69,19 @@ def by_time(programs: list[Recording], spend: Spender) -> None:
         spend(program, FULL)
 
 
-ALLOCATIONS: dict[str, Allocation] = {"time": by_time, "halving": halving, "model": model_guided}
+@dataclass(frozen=True)
+class AllocationKind:
+    """An allocation, and what it does in one line of `hlotune fleet tune --help`."""
+
+    allocate: Allocation
+    description: str
+
+
+ALLOCATIONS: dict[str, AllocationKind] = {
+    "time": AllocationKind(by_time, f"most recorded time first, each program at {FULL} configs"),
+    "halving": AllocationKind(halving, f"each program probed at {PROBE} configs, then {ETA} times that "
+                              f"for the 1/{ETA} promising the most saving a day, and so on up to {FULL}"),
+    "model": AllocationKind(model_guided, "halving, probing in the order of the saving a day a gain model "
+                            f"predicts, skipping any it predicts below {MIN_GAIN}x"),
+}
 DEFAULT_ALLOCATION = "time"

@@ -1,8 +1,8 @@
 """`hlotune fleet`: the programs `hlotune.jit` recorded, as one fleet (docs/fleet.md).
 
     hlotune fleet status [--db DB] [--json]
-    hlotune fleet tune [--budget N] [--hours H] [--allocation time|halving|model] [--runner local|ray[:ADDRESS]]
-                       [--seed S] [--db DB] [--json] [--quiet]
+    hlotune fleet tune [--budget N] [--hours H] [--allocation A] [--runner R] [--seed S] [--db DB]
+                       [--json] [--quiet]
     hlotune fleet report [--db DB] [--json]
 
 `status` prints one line per recorded program (with --json, one object per line): its name as
@@ -19,8 +19,10 @@ import json
 from typing import TYPE_CHECKING
 
 from hlotune.fleet.allocation import ALLOCATIONS, DEFAULT_ALLOCATION
+from hlotune.helptext import ChoicesFormatter, choices_help
 from hlotune.progress import add_quiet
 from hlotune.tuning.db_commands import DB_HELP, open_database
+from hlotune.tuning.runners import registry as runners
 
 if TYPE_CHECKING:
     from hlotune.tuning.options import TuneOptions
@@ -43,19 +45,17 @@ def add_commands(subparsers) -> None:
     tune = commands.add_parser(
         "tune", help="spend one tuning budget across the recorded programs, where it saves most",
         description="Tune the recorded programs (flags, the default engine) within one budget: "
-        "configs measured over all of them (--budget) and/or hours (--hours). The time "
-        "allocation tunes each fully, most recorded time first; halving probes every program "
-        "with a few configs, most recorded time first, then gives more to those whose probe "
-        "promises the most saving a day; model probes in the order a gain model trained on the "
-        "shipped collection predicts, skipping programs it predicts gain nothing. Re-running "
-        "resumes. Each kept decision is then timed beside jax.jit here, and applies at its "
-        "program's next compile under hlotune.jit.")
+        "configs measured over all of them (--budget) and/or hours (--hours), divided as "
+        "--allocation says. Re-running resumes. Each kept decision is then timed beside jax.jit "
+        "here, and applies at its program's next compile under hlotune.jit.",
+        formatter_class=ChoicesFormatter)
     tune.add_argument("--budget", type=int, metavar="N", help="configs to measure over the fleet")
     tune.add_argument("--hours", type=float, metavar="H", help="hours to spend")
+    allocations = {name: kind.description for name, kind in ALLOCATIONS.items()}
     tune.add_argument("--allocation", choices=tuple(ALLOCATIONS), default=DEFAULT_ALLOCATION,
-                      help=f"how the budget is divided (default {DEFAULT_ALLOCATION})")
-    tune.add_argument("--runner", default="local", metavar="RUNNER",
-                      help="where to measure: local (default), ray or ray:ADDRESS")
+                      help=choices_help("how the budget is divided:", allocations, DEFAULT_ALLOCATION))
+    tune.add_argument("--runner", default=runners.DEFAULT_RUNNER, metavar="RUNNER",
+                      help=choices_help("where to measure:", runners.described(), runners.DEFAULT_RUNNER))
     tune.add_argument("--seed", type=int, default=0, help="seed of every search (default 0)")
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_quiet(tune)
@@ -118,7 +118,7 @@ def run_tune(args: argparse.Namespace) -> int:
 
     location = args.db or default_db_location()
     open_database(location).close()  # a missing or bad database: one line before any work
-    result = fleet_tune(location, allocate=ALLOCATIONS[args.allocation], budget=args.budget,
+    result = fleet_tune(location, allocate=ALLOCATIONS[args.allocation].allocate, budget=args.budget,
                         hours=args.hours, runner=args.runner, seed=args.seed, show=not args.quiet)
     if args.json:
         print(json.dumps({"measured": result.measured, "seconds": result.seconds,

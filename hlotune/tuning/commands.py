@@ -1,7 +1,8 @@
 """`hlotune tune`: autotune a program here (`hlotune db`, which reads the database, is db_commands.py).
 
-Every flag is in docs/cli.md, generated from these parsers; the choices of --space and
---strategy are the registries' (tuning/recipes/, tuning/strategies/). With --json, stdout is
+Every flag is in docs/cli.md, generated from these parsers; the choices of --space, --strategy,
+--model and --runner are the registries' (tuning/recipes/, tuning/strategies/, evaluation/ and
+tuning/models/, tuning/runners/), and the defaults TuneOptions'. With --json, stdout is
 JSON alone: `tune` prints one object with at least the keys program, default_ms, best_ms,
 speedup, noise, measurements, resumed, best_config and strategy (speedup is the kept one,
 measured after choosing; found_speedup and confirmed_speedup are the search's and the choosing
@@ -15,15 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from dataclasses import fields
 
+from hlotune.helptext import ChoicesFormatter, choices_help
 from hlotune.progress import add_quiet
 from hlotune.tuning.db_commands import DB_HELP, add_db_commands
+from hlotune.tuning.models.registry import tune_models
+from hlotune.tuning.options import TuneOptions
 from hlotune.tuning.recipes.registry import SPACES
+from hlotune.tuning.runners import registry as runners
 from hlotune.tuning.strategies.registry import FIRST_GENERATIONS, STRATEGIES
 
-if TYPE_CHECKING:
-    from hlotune.tuning.options import TuneOptions
+DEFAULTS = {field.name: field.default for field in fields(TuneOptions)}  # --help says them too
 
 
 def add_commands(subparsers) -> None:
@@ -38,65 +42,59 @@ def add_commands(subparsers) -> None:
         "chosen only if, re-measured beside the default, it beats it by more than the noise "
         "floor, and its speedup is measured once more after choosing it. Every measurement "
         "goes to the tuning database: re-running resumes without measuring anything twice.",
+        formatter_class=ChoicesFormatter,
     )
     tune.add_argument("program", metavar="PROGRAM", help="zoo:, corpus: or go:NAME[@VARIANT], "
                       "path/to/file.py:FACTORY, export:PATH, or a program hlotune.jit recorded "
                       "(its name or fingerprint prefix, as hlotune fleet status lists them)")
-    tune.add_argument("--space", choices=tuple(SPACES), default="flags",
-                      help="what to search (default flags); all searches flags x layouts, then "
+    tune.add_argument("--space", choices=tuple(SPACES), default=DEFAULTS["space"],
+                      help="what to search (default %(default)s); all searches flags x layouts, then "
                       "spends an eighth of the budget each on the tile and the fusion space of "
                       "the best config so far (docs/tuning.md)")
-    tune.add_argument("--budget", type=int, default=32, metavar="N",
-                      help="configs to evaluate, the default included (default 32)")
+    tune.add_argument("--budget", type=int, default=DEFAULTS["budget"], metavar="N",
+                      help="configs to evaluate, the default included (default %(default)s)")
     tune.add_argument("--time", type=float, metavar="T",
                       help="stop searching after T seconds from the start (loading, ranking and "
                       "compiling count), or --budget configs, whichever comes first")
-    tune.add_argument("--strategy", choices=tuple(STRATEGIES), default="evolutionary",
-                      help="evolutionary (default: bred candidates ranked by --model, in the flags "
-                      "space from the shipped portfolio), bandit (it, TPE and random sharing each "
-                      "batch; needs the optuna extra), random, exhaustive, optuna (TPE) or "
-                      "optuna-gp (docs/tuning.md)")
-    tune.add_argument("--model", metavar="M", default="pretrained",
-                      help="the cost model ranking the evolutionary strategy's candidates, so "
-                      "only the most promising are measured: pretrained (the shipped models, "
-                      "default), a model folder, baseline:NAME, pretrained:kernels (compile each "
-                      "candidate and score the kernels XLA made: docs/cost_model.md), transfer[@DIR] (flags: what the "
-                      "options did to the built-in training programs, or to those collected in "
-                      "DIR), or none; in the tile space a model named (e.g. pretrained:tile) ranks "
-                      "each kernel's partitions, which pretrained and none take in a random order "
-                      "(it keeps more of the time saved: docs/kernels.md); in the "
-                      "fusion space any model but none ranks by the module's roofline")
-    tune.add_argument("--per-kernel", type=int, default=2, metavar="K",
+    tune.add_argument("--strategy", choices=tuple(STRATEGIES), default=DEFAULTS["strategy"],
+                      help="the search (default %(default)s): evolutionary (bred candidates ranked "
+                      "by --model, in the flags space from the shipped portfolio), bandit (it, TPE "
+                      "and random sharing each batch; needs the optuna extra), random, exhaustive, "
+                      "optuna (TPE) or optuna-gp (docs/tuning.md)")
+    tune.add_argument("--model", metavar="M", default=DEFAULTS["model"], help=_model_help())
+    tune.add_argument("--per-kernel", type=int, default=DEFAULTS["per_kernel"], metavar="K",
                       help="tile space: measure K partitions of each kernel, the model's favourites "
-                      "(default 2; 5: every one)")
+                      "(default %(default)s; 5: every one)")
     tune.add_argument("--no-kernel-stages", dest="kernel_stages", action="store_false",
                       help="all space: search flags x layouts alone, not then the best config's "
                       "kernels and fusions")
     tune.add_argument("--fine-tune-every", type=int, metavar="N",
                       help="fine-tune the model on this program's measurements every N configs")
-    tune.add_argument("--batch", type=int, default=8, metavar="B", help="configs measured together")
+    tune.add_argument("--batch", type=int, default=DEFAULTS["batch"], metavar="B",
+                      help="configs measured together (default %(default)s)")
     tune.add_argument("--db", metavar="DB", help=DB_HELP)
-    tune.add_argument("--seed", type=int, default=0)
-    tune.add_argument("--runner", default="local", metavar="R",
-                      help="where batches are measured: local (default), or ray[:ADDRESS] for the "
-                      "workers of a Ray cluster started with `ray start` (docs/tuning.md)")
+    tune.add_argument("--seed", type=int, default=DEFAULTS["seed"])
+    tune.add_argument("--runner", default=runners.DEFAULT_RUNNER, metavar="R",
+                      help=choices_help("where batches are measured:", runners.described(),
+                                        runners.DEFAULT_RUNNER))
     tune.add_argument("--no-online", dest="online", action="store_false",
                       help="rank by the prior model alone, without learning this program's "
                       "measurements after every batch")
-    tune.add_argument("--optimism", type=float, default=0.0, metavar="B",
+    tune.add_argument("--optimism", type=float, default=DEFAULTS["optimism"], metavar="B",
                       help="rank the online model's candidates by predicted cost less B posterior "
-                      "standard deviations, so choices never measured get tried (LinUCB; default 0)")
+                      "standard deviations, so choices never measured get tried (LinUCB; default "
+                      "%(default)s)")
     tune.add_argument("--first-generation", choices=FIRST_GENERATIONS,
                       help="the search's first configs: its own random draws (default, except the "
                       "evolutionary search in flags, which asks the portfolio), a covering "
                       "design that tries every option value once (evolutionary), or the shipped portfolio "
                       "of configs that won on other programs (evolutionary, optuna)")
-    tune.add_argument("--immigrants", type=float, default=0.0, metavar="S",
+    tune.add_argument("--immigrants", type=float, default=DEFAULTS["immigrants"], metavar="S",
                       help="the evolutionary search: draw a share S of each batch after the first "
-                      "from the whole space, beside the children of the best (default 0)")
-    tune.add_argument("--warm-start", type=int, default=4, metavar="N",
+                      "from the whole space, beside the children of the best (default %(default)s)")
+    tune.add_argument("--warm-start", type=int, default=DEFAULTS["warm_start"], metavar="N",
                       help="first try the flags of up to N configs that won on other programs "
-                      "here (default 4; 0: none)")
+                      "here (default %(default)s; 0: none)")
     tune.add_argument("--allow-numerics-change", action="store_true",
                       help="also search options that change results by design (fast math, fast "
                       "min/max); without it only numerics-preserving options are searched")
@@ -111,6 +109,16 @@ def add_commands(subparsers) -> None:
     tune.set_defaults(run=run_tune, tune_recorded=None)
 
     add_db_commands(subparsers)
+
+
+def _model_help() -> str:
+    """--model's help: a line per spelling the registries take (tuning/models/registry.py)."""
+    lead = ("the cost model ranking the evolutionary strategy's candidates, so only the most promising "
+            "are measured; in the tile space a model named (e.g. pretrained:tile) ranks each kernel's "
+            "partitions, which the default and none take in a random order (it keeps more of the time "
+            "saved: docs/kernels.md), and in the fusion space any model but none ranks by the module's "
+            "roofline:")
+    return choices_help(lead, tune_models(), DEFAULTS["model"])
 
 
 def run_tune(args: argparse.Namespace) -> int:
@@ -173,11 +181,10 @@ def run_tune(args: argparse.Namespace) -> int:
 def _tune_options(args: argparse.Namespace) -> TuneOptions:
     """The search `hlotune tune`'s flags ask for, as a TuneOptions."""
     from hlotune.compiler.measure import MeasureSettings
-    from hlotune.tuning.options import TuneOptions
 
     return TuneOptions(
         space=args.space, budget=args.budget, time_s=args.time, strategy=args.strategy,
-        model=None if args.model == "none" else args.model, fine_tune_every=args.fine_tune_every,
+        model=args.model, fine_tune_every=args.fine_tune_every,
         online=args.online, optimism=args.optimism, first_generation=args.first_generation,
         immigrants=args.immigrants,
         warm_start=args.warm_start, batch=args.batch, seed=args.seed,

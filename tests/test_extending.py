@@ -1,9 +1,11 @@
 """docs/extending.md's examples run as written, and the tune really uses their strategy, runner,
-cost model and callback; a strategy built from its parts gets what a named one does."""
+cost model, model name and callback, and the fleet their allocation; a strategy built from its
+parts gets what a named one does."""
 
 from __future__ import annotations
 
 import re
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -16,10 +18,14 @@ from hlotune.compiler.flags import FlagConfig
 from hlotune.compiler.measure import MeasureSettings
 from hlotune.compiler.space import SearchSpace
 from hlotune.errors import HlotuneError
+from hlotune.evaluation.registry import MODELS
+from hlotune.fleet import tune as fleet
+from hlotune.fleet.allocation import ALLOCATIONS, FULL
 from hlotune.tuning.callbacks import Callback
+from hlotune.tuning.models.registry import tune_models
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.options import TuneOptions
-from hlotune.tuning.storage import Decision, TuningDatabase
+from hlotune.tuning.storage import Decision, Recording, TuningDatabase
 from hlotune.tuning.strategies.base import Trial
 from hlotune.tuning.strategies.parts import StrategyParts
 from hlotune.tuning.strategies.random_search import RandomSearch
@@ -34,22 +40,25 @@ def _examples() -> list[str]:
     return re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
 
 
-def _run(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+def _run(code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **tune_keywords) -> dict:
     """The example executed as a script, its tunes in a fresh database, fast and quiet."""
     monkeypatch.setenv("HLOTUNE_DB", str(tmp_path / "tune.sqlite"))
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(hlotune, "tune", partial(tune, settings=FAST, progress=False), raising=False)
+    monkeypatch.setattr(hlotune, "tune", partial(tune, settings=FAST, progress=False, **tune_keywords),
+                        raising=False)
     namespace: dict = {"__name__": "__main__"}
     exec(compile(code, str(DOC), "exec"), namespace)  # noqa: S102 (the doc's own example)
     return namespace
 
 
-def test_the_doc_has_a_strategy_a_runner_a_cost_model_and_a_callback_example_under_40_lines():
-    strategy, runner, model, callback = _examples()
+def test_the_doc_has_an_example_of_each_part_under_40_lines():
+    strategy, runner, model, name, callback, allocation = _examples()
     assert "class NearBest(Strategy)" in strategy and "strategy=NearBest" in strategy
     assert "class CountingRunner" in runner and "runner=runner" in runner
     assert "class FewerChanges(CostModel)" in model and "model=model" in model
+    assert 'MODELS["feature:"]' in name and 'model="feature:' in name
     assert "class BestSoFar(Callback)" in callback and "callbacks=[watch]" in callback
+    assert 'ALLOCATIONS["busiest"]' in allocation and "main()" in allocation
     assert all(len(example.splitlines()) < 40 for example in _examples())
 
 
@@ -81,8 +90,41 @@ def test_the_cost_model_ranks_the_candidates_and_learns(tmp_path, monkeypatch):
     assert result.measurements == 12
 
 
+def test_a_model_name_ranks_the_tune_and_is_listed(tmp_path, monkeypatch):
+    class Prior(Callback):
+        def on_end(self, tuner):
+            self.scorers = tuner.cost_model.prior._scorers  # OnlineCostModel over ScorerCostModel
+
+    prior = Prior()
+    monkeypatch.setitem(MODELS, "feature:", None)  # the example's entry, removed afterwards
+    result = _run(_examples()[3], tmp_path, monkeypatch, callbacks=[prior])["result"]
+    assert result.measurements == 12
+    assert prior.scorers["flags"].__qualname__ == "feature_scorer.<locals>.scores"
+    assert tune_models()["feature:NAME"] == "flag configs scored by their feature NAME, lowest first"
+
+
+def test_an_allocation_divides_the_fleet_budget_as_named(tmp_path, monkeypatch):
+    """`--allocation busiest` reaches fleet_tune as the function (here a stand-in fleet of two)."""
+    spent = []
+
+    def fleet_tune(location, *, allocate, **rest):
+        programs = [Recording(name * 8, name, "", True, "", 0.0, 10, 1.0, 86400.0) for name in "ab"]
+        allocate(programs, lambda program, budget: spent.append((program.name, budget)))
+        return fleet.FleetTuneResult([], {}, 0, 0.0)
+
+    location = tmp_path / "fleet.sqlite"
+    TuningDatabase(location).close()
+    monkeypatch.setattr(fleet, "fleet_tune", fleet_tune)
+    monkeypatch.setitem(ALLOCATIONS, "busiest", None)  # the example's entry, removed afterwards
+    monkeypatch.setattr(sys, "argv", ["this.py", "fleet", "tune", "--allocation", "busiest", "--budget", "32",
+                                      "--db", str(location), "--json"])
+    with pytest.raises(SystemExit) as stopped:
+        _run(_examples()[5], tmp_path, monkeypatch)
+    assert stopped.value.code == 0 and spent == [("a", FULL)]
+
+
 def test_the_callback_sees_every_batch(tmp_path, monkeypatch):
-    namespace = _run(_examples()[3], tmp_path, monkeypatch)
+    namespace = _run(_examples()[4], tmp_path, monkeypatch)
     watch, result = namespace["watch"], namespace["result"]
     assert len(watch.best) == 2 and watch.best == sorted(watch.best)  # budget 5: the default, 2 and 2
     assert watch.best[-1] == result.history[-1] and watch.failed == result.failed

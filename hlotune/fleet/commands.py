@@ -39,7 +39,9 @@ def add_commands(subparsers) -> None:
         "status", help="one line per recorded program: calls, recorded time, share, decision",
         description="Each recorded program on this machine and compiler, most recorded time "
         "first: calls over every process, recorded time (calls x the mean sampled call), its "
-        "share of the fleet's, and whether a tuned decision applies at its next compile.")
+        "share of the fleet's, and the decision's standing (not tuned, default kept, no verified "
+        "gain, on trial, applied, retired, carried over: docs/fleet.md) with the field's trials: "
+        "how many processes ran it, how many kept it, and its speedup there.")
     status.add_argument("--json", action="store_true", help="print one JSON object per program")
     status.set_defaults(run=run_status)
     tune = commands.add_parser(
@@ -47,7 +49,7 @@ def add_commands(subparsers) -> None:
         description="Tune the recorded programs (flags, the default engine) within one budget: "
         "configs measured over all of them (--budget) and/or hours (--hours), divided as "
         "--allocation says. Re-running resumes. Each kept decision is then timed beside jax.jit "
-        "here, and applies at its program's next compile under hlotune.jit.",
+        "here, and trialled in each process that runs its program under hlotune.jit.",
         formatter_class=ChoicesFormatter)
     tune.add_argument("--budget", type=int, metavar="N", help="configs to measure over the fleet")
     tune.add_argument("--hours", type=float, metavar="H", help="hours to spend")
@@ -61,11 +63,13 @@ def add_commands(subparsers) -> None:
     add_quiet(tune)
     tune.set_defaults(run=run_tune)
     report = commands.add_parser(
-        "report", help="what the fleet's decisions save a day, verified beside jax.jit, against tuning time",
-        description="Per recorded program and in total: recorded time a day, the decision's speedup "
-        "as tuned and as verified beside jax.jit, the time it saves a day at the recorded rate, "
-        "the tuning time spent, and a day's saving over it. hlotune report --out FILE.html draws "
-        "it as a page.")
+        "report", help="what the fleet's decisions saved over the recorded window, against tuning time",
+        description="Per recorded program and in total, over the window the counts span: recorded "
+        "time, the decision's speedup as tuned and as verified beside jax.jit, the time it saved "
+        "and whether that share comes from the field's trials or the verification, the tuning "
+        "time spent, and the saving over it; a rate a day where the counts span an hour or more, "
+        "never beyond what the recorded hosts could run. hlotune report --out FILE.html draws it "
+        "as a page.")
     report.add_argument("--json", action="store_true", help="print the report as one JSON object")
     report.set_defaults(run=run_report)
     for command in (status, tune, report):

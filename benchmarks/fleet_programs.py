@@ -5,10 +5,12 @@ Each program is a factory returning (function, example arguments); the fleet ben
 function with `hlotune.jit` and `jax.jit` in worker processes. Run as a script, it lists the
 fleet with each program's jax.jit time a call here. Families: stencils written with
 jnp.roll and jnp.diff (the shape of the slow CPU programs users report), clustering, training
-steps (optax, flax), ODE and N-body integration and iterative solvers (one written with
-diffrax), MCMC samplers (one written with blackjax), dense linear algebra (LAPACK-backed) and
-signal processing. diffrax and blackjax are the benchmark's requirements, not hlotune's:
-`pip install diffrax blackjax` (measured with 0.7.2 and 1.7.1).
+steps (optax, flax, equinox; one a transformer), ODE and N-body integration and iterative
+solvers (diffrax, optimistix), MCMC and variational inference (blackjax, numpyro), dense linear
+algebra (LAPACK-backed), signal processing, graphs (segment sums) and data processing (sorts,
+histograms): 30 programs of 9 families. The libraries are the benchmark's requirements, not
+hlotune's: `pip install diffrax blackjax equinox numpyro optimistix` (measured with diffrax
+0.7.2, blackjax 1.7.1, equinox 0.13.8, numpyro 0.22.0, optimistix 0.1.0).
 
     python benchmarks/fleet_programs.py
 """
@@ -35,12 +37,15 @@ def _key(i: int):
     return jax.random.key(i)
 
 
+LIBRARIES = "diffrax blackjax equinox numpyro optimistix"
+
+
 def _library(name: str):
     """A library a program is written with, or a one-line exit saying how to install it."""
     try:
         return importlib.import_module(name)
     except ImportError:
-        raise SystemExit(f"fleet_programs.py: the fleet needs {name}: pip install diffrax blackjax") from None
+        raise SystemExit(f"fleet_programs.py: the fleet needs {name}: pip install {LIBRARIES}") from None
 
 
 # Stencils
@@ -288,7 +293,7 @@ def hmc_logistic():
             w = w + 0.001 * p
             return (w, p + 0.0005 * grad(w, x, y)), None
 
-        return jax.lax.scan(leapfrog, (w, momentum), None, length=32)[0]
+        return jax.lax.scan(leapfrog, (w, momentum), None, length=16)[0]
 
     return trajectory, (jnp.zeros(64), jax.random.normal(_key(13), (64,)), x, y)
 
@@ -416,6 +421,183 @@ def blackjax_hmc():
     return jax.vmap(chain), (jax.random.normal(_key(30), (8, 32)), jax.random.key_data(keys))
 
 
+# The fleet's third growth, from 22 to 30 (placed last again): two new families (graphs, data
+# processing), three more maintained libraries (equinox, numpyro, optimistix), and a flax
+# transformer's training step, matmul-bound, the kind of heavy program that gains nothing
+
+
+def equinox_mlp():
+    """equinox: an MLP classifier's training step (eqx.filter_grad) with optax's Adam."""
+    eqx = _library("equinox")
+    import optax
+
+    model = eqx.nn.MLP(64, 10, 512, 3, activation=jax.nn.gelu, key=_key(31))
+    optimizer = optax.adam(1e-3)
+    params, static = eqx.partition(model, eqx.is_array)
+    x, labels = jax.random.normal(_key(32), (1024, 64)), jnp.arange(1024) % 10
+
+    def step(params, state, x, labels):
+        def loss(params):
+            logits = jax.vmap(eqx.combine(params, static))(x)
+            return optax.softmax_cross_entropy_with_integer_labels(logits, labels).mean()
+
+        grads = jax.grad(loss)(params)
+        updates, state = optimizer.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    return step, (params, optimizer.init(params), x, labels)
+
+
+def numpyro_svi():
+    """numpyro: 32 SVI steps (Adam, an AutoNormal guide) on a hierarchical logistic regression."""
+    numpyro = _library("numpyro")
+    import numpyro.distributions as dist
+    from numpyro.infer import SVI, Trace_ELBO
+    from numpyro.infer.autoguide import AutoNormal
+
+    groups = jnp.arange(16384) % 32
+    x = jax.random.normal(_key(33), (16384, 16))
+    y = (x[:, 0] + 0.1 * groups > 1.5).astype(jnp.float32)
+
+    def model(x, groups, y):
+        scale = numpyro.sample("scale", dist.HalfNormal(1.0))
+        with numpyro.plate("groups", 32):
+            offset = numpyro.sample("offset", dist.Normal(0.0, scale))
+        w = numpyro.sample("w", dist.Normal(jnp.zeros(16), 1.0).to_event(1))
+        with numpyro.plate("data", x.shape[0]):
+            numpyro.sample("y", dist.Bernoulli(logits=x @ w + offset[groups]), obs=y)
+
+    svi = SVI(model, AutoNormal(model), numpyro.optim.Adam(1e-2), Trace_ELBO())
+    state = svi.init(_key(34), x, groups, y)
+
+    def steps(state, x, y):
+        return jax.lax.scan(lambda state, _: svi.update(state, x, groups, y), state, None, length=32)
+
+    return steps, (state, x, y)
+
+
+def optimistix_fit():
+    """optimistix: 128 damped-oscillator curve fits by Levenberg-Marquardt, vmapped."""
+    os.environ.setdefault("EQX_ON_ERROR", "nan")  # as diffrax_lorenz: no host callbacks to export
+    optx = _library("optimistix")
+    t = jnp.linspace(0.0, 10.0, 256)
+
+    def residuals(theta, observed):
+        amplitude, decay, frequency, phase = theta
+        return amplitude * jnp.exp(-decay * t) * jnp.cos(frequency * t + phase) - observed
+
+    def fit(observed):
+        solver = optx.LevenbergMarquardt(rtol=1e-6, atol=1e-6)
+        return optx.least_squares(residuals, solver, jnp.array([1.0, 0.2, 1.5, 0.0]), args=observed,
+                                  max_steps=64, throw=False).value
+
+    truth = jnp.array([1.2, 0.3, 1.7, 0.1]) + 0.05 * jax.random.normal(_key(35), (128, 4))
+    observed = jax.vmap(lambda theta: residuals(theta, 0.0))(truth) + 0.01 * jax.random.normal(_key(36), (128, 256))
+    return jax.vmap(fit), (observed,)
+
+
+def flax_transformer():
+    """A flax linen transformer encoder's training step (2 layers, width 256, 128 tokens of 8
+    sequences) with optax's AdamW: matmul-bound, so little is left for a compiler flag."""
+    import flax.linen as nn
+    import optax
+
+    class Block(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            x = x + nn.SelfAttention(num_heads=8)(nn.LayerNorm()(x))
+            h = nn.Dense(1024)(nn.LayerNorm()(x))
+            return x + nn.Dense(256)(nn.gelu(h))
+
+    class Encoder(nn.Module):
+        @nn.compact
+        def __call__(self, x):
+            for _ in range(2):
+                x = Block()(x)
+            return nn.Dense(256)(x)
+
+    model, optimizer = Encoder(), optax.adamw(1e-4)
+    x = jax.random.normal(_key(37), (8, 128, 256))
+    params = model.init(_key(38), x)
+
+    def step(params, state, x):
+        grads = jax.grad(lambda params: jnp.mean((model.apply(params, x) - x) ** 2))(params)
+        updates, state = optimizer.update(grads, state, params)
+        return optax.apply_updates(params, updates), state
+
+    return step, (params, optimizer.init(params), x)
+
+
+def _random_graph(key, nodes: int, edges: int):
+    senders, receivers = jax.random.randint(key, (2, edges), 0, nodes)
+    return senders, receivers
+
+
+def pagerank():
+    """16 PageRank power iterations on a random graph of 65,536 nodes and 1M edges (segment_sum)."""
+    nodes = 65536
+    senders, receivers = _random_graph(_key(39), nodes, 1 << 20)
+    degree = jnp.maximum(jax.ops.segment_sum(jnp.ones(senders.shape), senders, nodes), 1.0)
+
+    def rank(senders, receivers, degree):
+        def iteration(r, _):
+            flow = jax.ops.segment_sum((r / degree)[senders], receivers, nodes)
+            return 0.15 / nodes + 0.85 * flow, None
+
+        return jax.lax.scan(iteration, jnp.full(nodes, 1.0 / nodes), None, length=16)[0]
+
+    return rank, (senders, receivers, degree)
+
+
+def gcn_train():
+    """A 3-layer graph convolutional network's training step on 8,192 nodes, 131,072 edges."""
+    import optax
+
+    nodes, width = 8192, 64
+    senders, receivers = _random_graph(_key(40), nodes, 1 << 17)
+    keys = jax.random.split(_key(41), 4)
+    params = [jax.random.normal(k, (width, width)) / 8 for k in keys[:3]]
+    features, targets = jax.random.normal(keys[3], (nodes, width)), jnp.arange(nodes) % width
+    optimizer = optax.adam(1e-3)
+
+    def loss(params, features):
+        h = features
+        for w in params:
+            h = jax.nn.relu(jax.ops.segment_sum(h[senders], receivers, nodes) @ w / 16 + h)
+        return optax.softmax_cross_entropy_with_integer_labels(h, targets).mean()
+
+    def step(params, state, features):
+        updates, state = optimizer.update(jax.grad(loss)(params, features), state, params)
+        return optax.apply_updates(params, updates), state
+
+    return step, (params, optimizer.init(params), features)
+
+
+def quantile_normalize():
+    """Quantile normalisation of 8 samples of 8,192 values: sort, rank, mean quantiles, gather."""
+    def normalize(x):
+        order = jnp.argsort(x, axis=1)
+        reference = jnp.sort(x, axis=1).mean(0)
+        ranks = jnp.argsort(order, axis=1)
+        return reference[ranks]
+
+    return normalize, (jax.random.normal(_key(42), (8, 8192)),)
+
+
+def histogram_features():
+    """Per-row histograms, cumulative sums and searchsorted quantiles of 64 series of 2,048."""
+    edges = jnp.linspace(-4.0, 4.0, 129)
+
+    def features(x):
+        bins = jnp.clip(jnp.searchsorted(edges, x) - 1, 0, 127)
+        counts = jax.vmap(lambda b: jnp.bincount(b, length=128))(bins)
+        cdf = jnp.cumsum(counts, 1) / x.shape[1]
+        quantiles = jax.vmap(lambda c: jnp.searchsorted(c, jnp.linspace(0.05, 0.95, 19)))(cdf)
+        return counts, edges[quantiles], jnp.cumsum(jnp.sort(x, 1), 1)[:, ::64]
+
+    return features, (jax.random.normal(_key(43), (64, 2048)),)
+
+
 PROGRAMS = [FleetProgram(fn.__name__, family, fn) for family, fns in (
     ("stencil", (euler2d, tv3d, jacobi2d, wave2d, heat3d)),
     ("clustering", (kmeans, gmm_em)),
@@ -426,6 +608,12 @@ PROGRAMS = [FleetProgram(fn.__name__, family, fn) for family, fns in (
     ("signal", (fft_convolve, spectrogram)),
     ("solver", (diffrax_lorenz,)),
     ("sampler", (blackjax_hmc,)),
+    ("training", (equinox_mlp,)),
+    ("sampler", (numpyro_svi,)),
+    ("solver", (optimistix_fit,)),
+    ("training", (flax_transformer,)),
+    ("graph", (pagerank, gcn_train)),
+    ("data", (quantile_normalize, histogram_features)),
 ) for fn in fns]
 BY_NAME = {program.name: program for program in PROGRAMS}
 

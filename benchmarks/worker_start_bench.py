@@ -3,7 +3,7 @@ and one that reads the program's example arguments from the file an earlier work
 (compiler/argument_files.py) against one that runs the program's init.
 
 Each start is what a tune pays for a program, and again after each config that crashes or
-hangs XLA: a worker process up, the program loaded and traced (measure.py's `_Session`), then
+hangs XLA: a worker process up, the program loaded and traced (compiler/worker_session.py), then
 stopped. The three kinds alternate in one process (HLOTUNE_FORK_WORKERS switches; the file is
 removed before a start that must run init, which then writes it again), so the machine's drift
 falls on all alike. The zygote's own start, paid once per process, is the first forked start's
@@ -21,7 +21,8 @@ import time
 
 import harness
 from hlotune.compiler.argument_files import argument_file
-from hlotune.compiler.measure import MeasureSettings, _Session
+from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.worker_session import WorkerSession
 from hlotune.compiler.zygote import SWITCH
 
 
@@ -31,7 +32,7 @@ def start_seconds(program: str, forked: bool, handed: bool = False) -> float:
     if not handed and (path := argument_file(program)) is not None and os.path.exists(path):
         os.remove(path)
     start = time.perf_counter()
-    with _Session(program, MeasureSettings()):
+    with WorkerSession(program, MeasureSettings()):
         return time.perf_counter() - start
 
 

@@ -4,8 +4,8 @@ Protocol (docs/compiler.md): compile every candidate first, then run interleaved
 fresh random order, each config `repeats` times per round; replicas of the default config run
 in every batch, so the batch reports its own noise floor (the spread of the replicas'
 medians). Outputs are checked against the default's. Compiling and running happen in a worker
-process: a config that XLA rejects, that crashes it or that hangs is recorded as failed with
-its reason, the worker restarts, and the batch goes on.
+process (worker_session.py): a config that XLA rejects, crashes on or hangs is recorded as
+failed with its reason, and the batch goes on.
 
 With `profile_runs`, each live config is also run that many times under the profiler after
 its timed rounds, in `profile_rounds` interleaved rounds of a fresh random order (a kernel's
@@ -18,43 +18,32 @@ Two guards against timer noise: where one call of the default is shorter than
 warm-up call); and with a `noise_target`, rounds go on until every config's median is known
 that precisely (its 95% confidence interval) or a cap is reached.
 
-Long runs take fewer rounds (`timed_s`): on a program of 100 ms or more a run, 30 samples of
-each executable cost 3 s or more each, while what a batch decides from is set by each
-executable's own luck (the noise floor, the spread of the default's replicas), which more
-samples of the same executable do not shrink. A batch keeps one executable's timed runs within
-about `timed_s` seconds, and at least MIN_ROUNDS rounds; programs under about 70 ms a run keep
-every round.
+Long runs take fewer rounds (`timed_s`): 30 samples of a 100 ms program cost 3 s an
+executable, while what a batch decides from is each executable's own luck (the noise floor),
+which more samples of it do not shrink. A batch keeps one executable's timed runs within about
+`timed_s` seconds and MIN_ROUNDS rounds; programs under about 70 ms a run keep every round.
 
 With `early_stop` (a racing method's sequential test, as Kernel Tuner's early termination), a
 config is timed no more once it is slower than the default beyond doubt: from round
 EARLY_STOP_ROUNDS, when the low end of its median's 95% interval exceeds EARLY_STOP_RATIO times
 the high end of the default's (all its executables' samples, as `BatchResult.default_ns`; the
-margin covers their spread, the noise floor). A tuner never chooses such a config, so its
-remaining rounds would only sharpen a number nobody compares; its median (from fewer samples)
-stays its cost, and `Measurement.stopped` says it was cut short. A collection, whose samples are
+margin covers their spread, the noise floor). A tuner never chooses such a config; its median
+(from fewer samples) stays its cost, and `Measurement.stopped` says it was cut short. A collection, whose samples are
 its labels, measures every config in full.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
-import re
-import select
-import signal
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from hlotune.compiler.argument_files import argument_file
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.zygote import ForkedWorker, start_worker
+from hlotune.compiler.worker_session import WorkerDied, WorkerSession
 from hlotune.errors import HlotuneError
 
 OK, FAILED, WRONG_OUTPUT = "ok", "failed", "wrong_output"
@@ -63,12 +52,10 @@ OK, FAILED, WRONG_OUTPUT = "ok", "failed", "wrong_output"
 # of 9 samples, so a stop needs 8 of them slow, at least 2 in every round: a disturbance of one
 # or two rounds cannot stop a config. A config within 10% of the default keeps all its samples:
 # its median still teaches a search's cost model where the near misses are.
-EARLY_STOP_ROUNDS = 3
-EARLY_STOP_RATIO = 1.10
+EARLY_STOP_ROUNDS, EARLY_STOP_RATIO = 3, 1.10
 # The fewest rounds a long-running program's batch takes under `MeasureSettings.timed_s`: 9
 # samples of each executable at the default 3 repeats, and the rounds early stopping waits for.
 MIN_ROUNDS = EARLY_STOP_ROUNDS
-_FATAL = re.compile(r"^F\d{4} |.*Check failed")  # XLA's fatal log lines
 
 
 @dataclass(frozen=True)
@@ -209,7 +196,7 @@ class Measurer:
 
     def __init__(self, program: str, settings: MeasureSettings = MeasureSettings()) -> None:
         self.program, self.settings = program, settings
-        self._session: _Session | None = None
+        self._session: WorkerSession | None = None
 
     def __enter__(self) -> Measurer:
         return self
@@ -279,13 +266,13 @@ class Measurer:
         for config in configs:
             try:
                 reply = session.module(config)
-            except _WorkerDied:
+            except WorkerDied:
                 session.restart()
                 reply = {"ok": False}
             texts.append(reply["text"] if reply["ok"] else None)
         return texts
 
-    def _fresh_session(self) -> _Session:
+    def _fresh_session(self) -> WorkerSession:
         """The worker, started on first use, with no configs compiled."""
         if self._session is None:
             self._session = self._open()
@@ -293,9 +280,9 @@ class Measurer:
             self._session.clear()
         return self._session
 
-    def _open(self) -> _Session:
+    def _open(self) -> WorkerSession:
         """A started worker with the program loaded (in_process.py measures in this one)."""
-        return _Session(self.program, self.settings).__enter__()
+        return WorkerSession(self.program, self.settings).__enter__()
 
 
 def _rounds(settings: MeasureSettings, sample_ns: float) -> int:
@@ -339,10 +326,10 @@ def _restore(results: dict[str, Measurement], prior: dict[str, list[list[int]]])
     return rounds
 
 
-def _compile(session: _Session, id: str, config: CompileConfig, result: Measurement, settings) -> None:
+def _compile(session: WorkerSession, id: str, config: CompileConfig, result: Measurement, settings) -> None:
     try:
         reply = session.compile(id, config)
-    except _WorkerDied as died:
+    except WorkerDied as died:
         result.status, result.reason = FAILED, died.reason
         if id != "d0":
             session.restart()
@@ -357,7 +344,7 @@ def _compile(session: _Session, id: str, config: CompileConfig, result: Measurem
         session.drop(id)
 
 
-def _profile_rounds(session: _Session, results: dict[str, Measurement], rng: random.Random, settings) -> None:
+def _profile_rounds(session: WorkerSession, results: dict[str, Measurement], rng: random.Random, settings) -> None:
     """Each live config (the default's replicas too: the kernels' noise) profiled in
     interleaved rounds; each kernel's time is its median over the rounds."""
     per_round: dict[str, list[dict]] = {id: [] for id in results}
@@ -374,13 +361,13 @@ def _profile_rounds(session: _Session, results: dict[str, Measurement], rng: ran
             results[id].kernel_span_ns = float(np.median([reply["span_ns"] for reply in replies]))
 
 
-def _profile(session: _Session, id: str, result: Measurement, runs: int, rounds: list) -> None:
+def _profile(session: WorkerSession, id: str, result: Measurement, runs: int, rounds: list) -> None:
     """One profile session of a measured config (and its module's text, the first time); a
     failure leaves its timed samples alone and says why."""
     try:
         reply = session.profile(id, runs)
         text = session.hlo(id) if reply["ok"] and not result.hlo else {"ok": True, "text": result.hlo}
-    except _WorkerDied as died:
+    except WorkerDied as died:
         result.profile_error = died.reason
         session.restart()
         return
@@ -392,7 +379,7 @@ def _profile(session: _Session, id: str, result: Measurement, runs: int, rounds:
 
 
 def _run_round(
-    session: _Session, results: dict[str, Measurement], rng: random.Random, settings, loop: int
+    session: WorkerSession, results: dict[str, Measurement], rng: random.Random, settings, loop: int
 ) -> dict[str, list[int]]:
     """One round over the live configs in a fresh random order; a crash fails only its config."""
     pending = [id for id, m in results.items() if _timed(m)]
@@ -404,140 +391,10 @@ def _run_round(
                 round_samples[id] = samples
                 results[id].samples_ns += samples
                 pending.remove(id)
-        except _WorkerDied as died:
+        except WorkerDied as died:
             culprit = pending.pop(0)
             results[culprit].status, results[culprit].reason = FAILED, f"while running: {died.reason}"
             if culprit == "d0":
                 raise HlotuneError(f"the default configuration crashed: {died.reason}") from None
             session.restart()
     return round_samples
-
-
-class _WorkerDied(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class _Session:
-    """A live worker with every healthy config compiled; restarts replay the compiles."""
-
-    def __init__(self, program: str, settings: MeasureSettings) -> None:
-        self.program, self.settings = program, settings
-        self._compiled: dict[str, CompileConfig] = {}
-        self._process: subprocess.Popen | ForkedWorker | None = None
-
-    def __enter__(self) -> _Session:
-        self._start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop()
-
-    def compile(self, id: str, config: CompileConfig) -> dict:
-        request = {"op": "compile", "id": id, "config": config.to_dict(), "rtol": self.settings.rtol}
-        reply = self._request(request, self.settings.compile_timeout_s)
-        if reply["ok"]:
-            self._compiled[id] = config
-        return reply
-
-    def clear(self) -> None:
-        """Drop every compiled config (a new batch reuses the ids); a dead worker restarts."""
-        try:
-            for id in list(self._compiled):
-                self.drop(id)
-        except _WorkerDied:
-            self._compiled = {}
-            self.restart()
-
-    def profile(self, id: str, runs: int) -> dict:
-        return self._request({"op": "profile", "id": id, "runs": runs}, self.settings.run_timeout_s)
-
-    def hlo(self, id: str) -> dict:
-        return self._request({"op": "hlo", "id": id}, self.settings.compile_timeout_s)
-
-    def module(self, config: CompileConfig) -> dict:
-        return self._request({"op": "module", "config": config.to_dict()}, self.settings.compile_timeout_s)
-
-    def drop(self, id: str) -> None:
-        self._compiled.pop(id, None)
-        self._request({"op": "drop", "id": id}, self.settings.compile_timeout_s)
-
-    def run(self, ids: list[str], repeats: int, loop: int):
-        """Yield (id, samples) as each config finishes its calls."""
-        self._send({"op": "run", "ids": list(ids), "repeats": repeats, "loop": loop})
-        while True:
-            message = self._receive(self.settings.run_timeout_s)
-            if "id" in message:
-                yield message["id"], message["ns"]
-            elif not message.get("ok", False):
-                raise HlotuneError(f"measurement worker failed: {message.get('error')}")
-            else:
-                return
-
-    def restart(self) -> None:
-        """A fresh worker with the same healthy configs, compiled again in the same order."""
-        self._stop()
-        self._start()
-        for id, config in list(self._compiled.items()):
-            reply = self.compile(id, config)
-            if not reply["ok"]:
-                raise HlotuneError(f"{self.program}: {id} no longer compiles: {reply['error']}")
-
-    def _start(self) -> None:
-        self._stderr = tempfile.TemporaryFile()
-        self._process = start_worker(self._stderr)
-        self._buffer = b""
-        load = {"op": "load", "program": self.program, "arguments": argument_file(self.program)}
-        reply = self._request(load, self.settings.compile_timeout_s)
-        if not reply["ok"]:
-            raise HlotuneError(f"{self.program}: cannot load it in the worker: {reply['error']}")
-
-    def _stop(self) -> None:
-        if self._process is None:
-            return
-        if self._process.poll() is None:
-            try:
-                self._send({"op": "quit"})
-                self._process.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
-                self._process.kill()
-                self._process.wait()
-        self._process = None
-        self._stderr.close()
-
-    def _request(self, message: dict, timeout_s: float) -> dict:
-        self._send(message)
-        return self._receive(timeout_s)
-
-    def _send(self, message: dict) -> None:
-        try:
-            self._process.stdin.write(json.dumps(message).encode() + b"\n")
-            self._process.stdin.flush()
-        except BrokenPipeError:
-            raise _WorkerDied(self._death_reason()) from None
-
-    def _receive(self, timeout_s: float) -> dict:
-        """The next reply line; our own buffer, so select() never waits on buffered data."""
-        deadline = time.monotonic() + timeout_s
-        stdout = self._process.stdout.fileno()
-        while b"\n" not in self._buffer:
-            ready, _, _ = select.select([stdout], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                self._process.kill()
-                self._process.wait()
-                raise _WorkerDied(f"timed out after {timeout_s:g} s")
-            chunk = os.read(stdout, 1 << 16)
-            if not chunk:
-                raise _WorkerDied(self._death_reason())
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return json.loads(line)
-
-    def _death_reason(self) -> str:
-        code = self._process.wait()
-        how = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exited with {code}"
-        self._stderr.seek(0)
-        lines = [l for l in self._stderr.read().decode("utf-8", "replace").splitlines() if l.strip()]
-        detail = next((l.strip() for l in reversed(lines) if _FATAL.match(l)), "")
-        return f"XLA worker {how}" + (f": {detail[:300]}" if detail else "")

@@ -231,7 +231,7 @@ def main() -> None:
                 print(f"{name} {label}: done", file=sys.stderr)
             if args.tune:
                 result = hlotune.tune(program.fn, *program.args, budget=args.tune, progress=False,
-                                      db_path=Path(folder) / "tune.sqlite")
+                                      db=Path(folder) / "tune.sqlite")
                 row = _row(name, program, "tuned", result.best_config, space, Path(folder), args.rounds)
                 rows.append(row | {"reported_speedup": result.speedup})
     for mode in MODES:

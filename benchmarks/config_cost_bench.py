@@ -58,7 +58,7 @@ def measure(program: str, budget: int, seed: int, db_dir: Path) -> dict:
     db.unlink(missing_ok=True)
     clock = BatchClock()
     started = time.monotonic()
-    result = tune(program, options=TuneOptions(space="flags", budget=budget, seed=seed), db_path=db,
+    result = tune(program, options=TuneOptions(space="flags", budget=budget, seed=seed), db=db,
                   callbacks=[clock], progress=False)
     total = time.monotonic() - started
     with TuningDatabase(db) as database:

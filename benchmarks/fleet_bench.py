@@ -12,12 +12,15 @@ A program saves its calls a day x its recorded jax.jit time x (1 - 1/delivered);
 their sum.
 
 Allocations, at equal configs: `everything` (each program at budget 32: the reference), then,
-at a quarter of its measured configs, `time` (the default: most recorded time first, budget 32
-each), `halving` (probe all, then more to the most promising), `probe` (probe all at the
-portfolio's first configs, then the winners at 32: halving with one step) and `model` (halving
-steered by the gain model: allocation.py). The goals
-(issue 49): the fleet tune reaches 90% of everything's saving with a quarter of its time; no
-applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--out, JSON lines:
+at a share of its measured configs (`--share`, a quarter by default), `time` (most recorded time
+first, budget 32 each), `halving` (probe all, then more to the most promising), `probe` (probe
+all at the portfolio's first configs, then the winners at 32: halving with one step), `model`
+(halving steered by the gain model), `saving` (expected saving a day per tuning second, the gain
+model's expectation, the early stop, tunes warm-started from the fleet portfolio) and
+`saving-flat` (the same with both learned parts off: a flat expectation, warm starts newest
+first): allocation.py. The goals (issue 61): in every draw, 90% of everything's saving at a
+quarter of its time and 75% at an eighth; the learned parts raise the saving per tuning second
+by 1.25x (`saving` over `saving-flat`); no applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--out, JSON lines:
 recordings, tunes, after-runs), so a stopped run resumes where it stopped (the databases stay in
 --folder). One recording serves every draw and seed; `everything` gives each program its budget
 whatever the rates, so a further draw of the same seed re-weights its runs rather than tuning
@@ -28,12 +31,12 @@ what the after-runs measured.
 
     python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0
     python benchmarks/fleet_bench.py --out fleet.jsonl --draw 1 --allocations everything halving
+    python benchmarks/fleet_bench.py --out fleet.jsonl --draw 3 --share 0.125 --allocations saving saving-flat
     python benchmarks/fleet_bench.py --report fleet.jsonl
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -50,7 +53,8 @@ EVERYTHING_BUDGET = 32
 QUARTER = 0.25
 SIGMA, MEDIAN_CALLS = 2.0, 1000.0
 HEAVY_DRAW, HEAVY_PROGRAM = 3, "flax_transformer"
-ALLOCATIONS = ("everything", "halving", "time", "probe", "model")
+ALLOCATIONS = ("everything", "halving", "time", "probe", "model", "saving", "saving-flat")
+LEARNED = "saving"  # the allocation whose tunes warm-start from the fleet portfolio; the others newest first
 
 
 def record(names: list[str], folder: Path, rounds: int) -> dict[str, dict]:
@@ -84,19 +88,22 @@ def fleet_database(folder: Path, label: str, rates: dict[str, float], before: di
         for name, run in before.items():
             if name in copied:
                 continue
-            recording = next(r for r in recorded.recordings() if r.program == run["fingerprint"])
-            db.record_program(recording.program, name, recording.shapes,
-                              recorded.exported(recording.program), recording.reason)
-            db.record_calls(recording.program, CallCount(round(rates[name]), 1, run["jit_ms"] / 1e3,
+            recording = next(r for r in recorded.recordings() if r.fingerprint == run["fingerprint"])
+            db.record_program(recording.fingerprint, name, recording.shapes,
+                              recorded.exported(recording.fingerprint), recording.reason)
+            db.record_calls(recording.fingerprint, CallCount(round(rates[name]), 1, run["jit_ms"] / 1e3,
                                                          time.time() - 86400))
     return location
 
 
 def tune(location: str, allocation: str, budget: int, each: int, seed: int, only: set[str] | None = None) -> dict:
     """`allocation` (`each`: everything's budget a program) within `budget` measured configs;
-    `everything` over the programs named `only` where given (those a grown fleet added)."""
-    from hlotune.fleet.allocation import FULL, PROBE, by_time, halving, model_guided
+    `everything` over the programs named `only` where given (those a grown fleet added). Only
+    LEARNED's tunes order their warm start by the fleet portfolio: `saving-flat` is LEARNED with
+    both learned parts off."""
+    from hlotune.fleet.allocation import ALLOCATIONS as KINDS, FULL, PROBE
     from hlotune.fleet.tune import fleet_tune
+    from hlotune.tuning.options import TuneOptions
 
     def everything(programs, spend):
         for program in programs:
@@ -106,16 +113,16 @@ def tune(location: str, allocation: str, budget: int, each: int, seed: int, only
     def probe(programs, spend):
         rung = [spend(program, PROBE) for program in programs]
         for outcome in sorted((o for o in rung if o.promise > 0), key=lambda o: -o.promise):
-            spend(outcome.program, FULL)
+            spend(outcome.recording, FULL)
 
-    allocate = {"everything": everything, "time": by_time, "halving": halving, "probe": probe,
-                "model": model_guided}[allocation]
-    result = fleet_tune(location, allocate=allocate, budget=budget, hours=None, seed=seed, show=True)
+    allocate = {"everything": everything, "probe": probe}.get(allocation) or KINDS[allocation].allocate
+    result = fleet_tune(location, allocate=allocate, budget=budget, hours=None, seed=seed, show=True,
+                        options=TuneOptions(fleet_portfolio=allocation == LEARNED))
     return {"measured": result.measured, "tuning_s": result.seconds,
-            "tunes": [{"program": o.program.name, "budget": o.budget, "measured": o.measured,
+            "tunes": [{"program": o.recording.name, "budget": o.budget, "measured": o.measured,
                        "found": o.found, "speedup": o.speedup} for o in result.outcomes],
-            "verified": {o.program.name: result.verified[o.program.program]
-                         for o in result.outcomes if o.program.program in result.verified}}
+            "verified": {o.recording.name: result.verified[o.recording.fingerprint]
+                         for o in result.outcomes if o.recording.fingerprint in result.verified}}
 
 
 def after(names: list[str], location: str, rounds: int) -> dict[str, dict]:
@@ -124,7 +131,7 @@ def after(names: list[str], location: str, rounds: int) -> dict[str, dict]:
     from hlotune.tuning.storage import TuningDatabase
 
     with TuningDatabase(location) as db:
-        kept = {r.name for r in db.recordings() if (d := db.best(r.program)) is not None and not d.kept_default}
+        kept = {r.name for r in db.recordings() if (d := db.best(r.fingerprint)) is not None and not d.kept_default}
     return {name: _in_worker("apply", name, location, rounds) if name in kept else {"choice": "jit", "kept": "default"}
             for name in names}
 
@@ -191,6 +198,8 @@ def main() -> None:
     parser.add_argument("--everything-budget", type=int, default=EVERYTHING_BUDGET,
                         help="each program's budget under everything (default %(default)s)")
     parser.add_argument("--allocations", nargs="+", default=list(ALLOCATIONS), choices=ALLOCATIONS)
+    parser.add_argument("--share", type=float, default=QUARTER,
+                        help="the allocations' budget as a share of everything's measured configs (default %(default)s)")
     parser.add_argument("--folder", type=Path, help="keep the databases here (default: one in the temporary folder, named after --out)")
     parser.add_argument("--report", type=Path, help="print the tables of a results file and stop")
     parser.add_argument("--plot", type=Path, help="with --report: draw each run's saving against its tuning time here")
@@ -201,7 +210,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         rows = harness.read_rows(args.report, lines=True)
-        print("\n\n".join((report(rows), summary(rows), versus(rows), noise(rows))))
+        print("\n\n".join((report(rows), summary(rows), versus(rows), learned(rows), agreement(rows), noise(rows))))
         if args.plot:
             plot(rows, args.plot)
         return
@@ -219,8 +228,9 @@ def main() -> None:
         print(noise(log.rows))
         return
     for allocation in args.allocations:
-        runs = {row["kind"]: row for row in log.rows if row.get("draw") == args.draw and row.get("seed") == args.seed}
-        row = runs.get(allocation)
+        runs = {(row["kind"], _share(row)): row for row in log.rows
+                if row.get("draw") == args.draw and row.get("seed") == args.seed}
+        row = runs.get((allocation, 1.0 if allocation == "everything" else args.share))
         if row is not None and set(row["after"]) >= set(before):
             continue
         if row is not None and allocation != "everything":
@@ -244,10 +254,12 @@ def main() -> None:
             continue
         measured = [r["tuned"]["measured"] for r in log.rows if r["kind"] == "everything"]  # any draw, seed
         budget = (args.everything_budget * len(before) if allocation == "everything"
-                  else round(QUARTER * measured[0]))
-        location = fleet_database(folder, f"{allocation}-draw{args.draw}-seed{args.seed}", rates, before)
+                  else round(args.share * measured[0]))
+        label = allocation if allocation == "everything" or args.share == QUARTER else f"{allocation}-{args.share:g}"
+        location = fleet_database(folder, f"{label}-draw{args.draw}-seed{args.seed}", rates, before)
         tuned = tune(location, allocation, budget, args.everything_budget, args.seed)
-        log.add({"kind": allocation, "draw": args.draw, "seed": args.seed, "budget": budget,
+        log.add({"kind": allocation, "share": 1.0 if allocation == "everything" else args.share,
+                 "draw": args.draw, "seed": args.seed, "budget": budget,
                  "rates": rates, "tuned": tuned, "after": after(list(before), location, args.rounds)})
     print(report(log.rows) + "\n\n" + summary(log.rows))
     print(f"\n{os.cpu_count()} cores; draw {args.draw}, seed {args.seed}, {args.rounds} rounds a run.")
@@ -265,7 +277,7 @@ def report(rows: list[dict]) -> str:
         base = reference.get((row["draw"], row["seed"]))
         share = _shares(row, base, before)[0] if base else math.nan
         slower = [n for n in _applied(row) if row["after"][n]["delivered"] < 0.99]
-        cells.append([f"{row['draw']}/{row['seed']}", row["kind"], f"{row['tuned']['tuning_s']:.0f}",
+        cells.append([f"{row['draw']}/{row['seed']}", _label(row), f"{row['tuned']['tuning_s']:.0f}",
                       str(row["tuned"]["measured"]), f"{total:,.0f} [{low:,.0f}, {high:,.0f}]",
                       "—" if math.isnan(share) else f"{share:.0%}",
                       f"{predicted(row, before) / total:.2f}" if total > 0 and "verified" in row["tuned"] else "—",
@@ -276,20 +288,75 @@ def report(rows: list[dict]) -> str:
 
 
 def versus(rows: list[dict]) -> str:
-    """The gain model's allocation against the others at equal configs, draw by draw: its saving
-    over theirs, with a paired bootstrap over programs (the goal: 1.25x, interval above 1)."""
-    runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    """LEARNED against each other allocation at the same configs, draw by draw: its saving over
+    theirs and its saving per tuning second over theirs, each with a paired bootstrap over
+    programs."""
     before = _recorded(rows)
     cells = []
-    for model in (row for row in runs if row["kind"] == "model"):
-        for other in runs:
-            if other["kind"] in ("model", "everything") or (other["draw"], other["seed"]) != (model["draw"], model["seed"]):
-                continue
-            ratio, low, high = _paired_ratio(saving(model, before), saving(other, before))
-            cells.append([f"{model['draw']}/{model['seed']}", other["kind"], f"{ratio:.2f}x [{low:.2f}, {high:.2f}]",
-                          f"{model['tuned']['tuning_s'] / other['tuned']['tuning_s']:.2f}x"])
-    return harness.markdown(("draw/seed", "against", "model's saving ÷ theirs [95% CI]", "model's tuning time ÷ theirs"),
-                            cells, align="llrr")
+    for ours, theirs in _pairs(rows, LEARNED):
+        ratio, low, high = _paired_ratio(saving(ours, before), saving(theirs, before))
+        time_ratio = ours["tuned"]["tuning_s"] / theirs["tuned"]["tuning_s"]
+        cells.append([f"{ours['draw']}/{ours['seed']}", f"{ours['share']:g}", theirs["kind"],
+                      f"{ratio:.2f}x [{low:.2f}, {high:.2f}]", f"{time_ratio:.2f}x",
+                      f"{ratio / time_ratio:.2f}x [{low / time_ratio:.2f}, {high / time_ratio:.2f}]"])
+    return harness.markdown(("draw/seed", "share", "against", f"{LEARNED}'s saving ÷ theirs [95% CI]",
+                             "tuning time ÷ theirs", "saving per tuning second ÷ theirs"), cells, align="lllrrr")
+
+
+def learned(rows: list[dict]) -> str:
+    """What the learned parts earn (the goal: 1.25x, interval above 1): LEARNED's saving per
+    tuning second over `saving-flat`'s (both learned parts off), the geometric mean over every
+    draw, seed and share run with both, its interval from resampling programs alike in every
+    pair."""
+    before = _recorded(rows)
+    pairs = [(saving(ours, before), saving(theirs, before), ours["tuned"]["tuning_s"] / theirs["tuned"]["tuning_s"])
+             for ours, theirs in _pairs(rows, LEARNED) if theirs["kind"] == "saving-flat"]
+    if not pairs:
+        return f"{LEARNED} against saving-flat: no paired runs yet"
+    names = list(pairs[0][1])
+
+    def pooled(pick: np.ndarray) -> float:
+        logs = []
+        for ours, theirs, time_ratio in pairs:
+            a, b = (np.array([side[name] for name in names])[pick].sum() for side in (ours, theirs))
+            logs.append(math.log(max(a, 1e-9) / max(b, 1e-9) / time_ratio))
+        return math.exp(float(np.mean(logs)))
+
+    draws = [pooled(pick) for pick in _resamples(len(names), 2000)]
+    return (f"{LEARNED} against saving-flat, saving per tuning second, over {len(pairs)} paired runs: "
+            f"{pooled(np.arange(len(names))):.2f}x [{np.percentile(draws, 2.5):.2f}, {np.percentile(draws, 97.5):.2f}]")
+
+
+def agreement(rows: list[dict]) -> str:
+    """Re-tunes agree (the goal: within 10%): per draw, allocation and share run with two or more
+    seeds, the seeds' fleet savings a day and their spread."""
+    before = _recorded(rows)
+    groups: dict[tuple, list[tuple[int, float]]] = {}
+    for row in rows:
+        if row["kind"] in ALLOCATIONS:
+            groups.setdefault((row["draw"], _label(row)), []).append((row["seed"], sum(saving(row, before).values())))
+    cells = [[str(draw), label, " ".join(f"{seed}: {total:,.0f}" for seed, total in sorted(runs)),
+              f"{max(t for _, t in runs) / min(t for _, t in runs) - 1:.0%}" if min(t for _, t in runs) > 0 else "—"]
+             for (draw, label), runs in sorted(groups.items()) if len(runs) > 1]
+    return harness.markdown(("draw", "allocation", "saved s/day by seed", "spread"), cells, align="llrr")
+
+
+def _pairs(rows: list[dict], kind: str) -> list[tuple[dict, dict]]:
+    """Each `kind` run with every other allocation's run of the same draw, seed and share."""
+    runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    key = lambda row: (row["draw"], row["seed"], _share(row))  # noqa: E731
+    return [(ours, theirs) for ours in runs if ours["kind"] == kind
+            for theirs in runs if theirs["kind"] not in (kind, "everything") and key(theirs) == key(ours)]
+
+
+def _share(row: dict) -> float:
+    """The run's budget as a share of everything's (runs before --share were at a quarter)."""
+    return row.get("share", 1.0 if row["kind"] == "everything" else QUARTER)
+
+
+def _label(row: dict) -> str:
+    share = _share(row)
+    return row["kind"] if share in (1.0, QUARTER) else f"{row['kind']} at {share:g}"
 
 
 def noise(rows: list[dict]) -> str:
@@ -312,7 +379,7 @@ def summary(rows: list[dict]) -> str:
     for row in runs:
         base = reference.get((row["draw"], row["seed"]))
         if base is not None and row["kind"] != "everything" and not math.isnan(_shares(row, base, before)[0]):
-            shares.setdefault(row["kind"], []).append(_shares(row, base, before))
+            shares.setdefault(_label(row), []).append(_shares(row, base, before))
     cells = [[kind, str(len(pairs)), _spread([s for s, _ in pairs]), _spread([t for _, t in pairs])]
              for kind, pairs in shares.items()]
     return harness.markdown(("allocation", "fleets", "of everything's saving", "of everything's tuning time"),
@@ -326,7 +393,7 @@ def plot(rows: list[dict], path: Path) -> None:
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
     reference = {row["draw"]: row for row in runs if row["kind"] == "everything" and row["seed"] == 0}
     figure, axes = harness.subplots(figsize=(6.5, 4))
-    markers = dict(zip(ALLOCATIONS, "osD^v"))
+    markers = dict(zip(ALLOCATIONS, "osD^vPX"))
     for row in runs:
         saved, tuning = _shares(row, reference[row["draw"]], before)
         axes.scatter(100 * tuning, 100 * saved, marker=markers[row["kind"]], color=f"C{row['draw']}", s=50, alpha=0.5 if row["seed"] else 1.0)

@@ -76,7 +76,7 @@ def _tune(fingerprint: str, db: str, budget: int, seed: int) -> dict:
 
     with TuningDatabase(db) as database:
         spec = recorded_spec(database, find_recording(database, fingerprint))
-    result = hlotune.tune(spec, budget=budget, seed=seed, db_path=db, progress=False)
+    result = hlotune.tune(spec, budget=budget, seed=seed, db=db, progress=False)
     return {"fingerprint": result.fingerprint, "reported": result.speedup, "noise": result.noise,
             "kept_default": result.kept_default, "found": result.found_speedup,
             "candidate_speedup": result.candidate_speedup, "tune_s": result.seconds}

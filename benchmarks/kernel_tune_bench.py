@@ -76,7 +76,7 @@ def live(program: str, per_kernel: int | None, budget: int) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         started = time.monotonic()
         result = tune(program, space="tile", budget=budget, per_kernel=per_kernel or len(PARTITION_CHOICES),
-                      model="pretrained:tile", db_path=Path(folder) / "db.sqlite",
+                      model="pretrained:tile", db=Path(folder) / "db.sqlite",
                       progress=False, settings=MeasureSettings())
         seconds = time.monotonic() - started
     kernels = _tunable(program)

@@ -93,12 +93,12 @@ def _recorded(location: str, fingerprint: str, config) -> tuple:
 
     from hlotune.fleet.recorded import recorded_spec
     from hlotune.programs import load_program
-    from hlotune.tuning.compiled import compile_config
+    from hlotune.tuning.compiled import compile_program
     from hlotune.tuning.storage import TuningDatabase
 
     with TuningDatabase(location) as db:
-        loaded = load_program(recorded_spec(db, next(r for r in db.recordings() if r.program == fingerprint)))
-    tuned, plain = compile_config(loaded, config), jax.jit(loaded.fn)
+        loaded = load_program(recorded_spec(db, next(r for r in db.recordings() if r.fingerprint == fingerprint)))
+    tuned, plain = compile_program(loaded, config), jax.jit(loaded.fn)
     return (lambda: tuned(*loaded.args)), (lambda: plain(*loaded.args))
 
 

@@ -351,7 +351,7 @@ def live_run(program: str, name: str, seed: int, budget: int, args: argparse.Nam
     db = _db_path(args, program, name, seed, budget)
     options = TuneOptions(**_fitted_on(LIVE[name], args.root), space=args.space, budget=budget,
                           time_s=args.time, seed=seed)
-    result = tune(program, options=options, db_path=db, progress=False)
+    result = tune(program, options=options, db=db, progress=False)
     return {"program": program, "space": args.space, "strategy": name, "seed": seed, "oracle_speedup": None,
             "history": result.history, "kept": {str(budget): result.speedup}, "live": True,
             "options": _recorded(options), "db": db.name,
@@ -454,7 +454,7 @@ def confirmed_oracle(program: str, space: str, dbs: list[Path], fingerprint: str
         return 1.0
     with tempfile.TemporaryDirectory() as folder:
         confirmed = tune(program, space=space, strategy=Exhaustive([best.config]), budget=2,
-                         db_path=Path(folder) / "oracle.sqlite", progress=False, warm_start=0)
+                         db=Path(folder) / "oracle.sqlite", progress=False, warm_start=0)
     return max(confirmed.candidate_speedup or 1.0, 1.0)
 
 

@@ -45,7 +45,7 @@ def _worker(location: str, name: str, rounds: int) -> dict:
 
     with TuningDatabase(location) as db:
         recording = next(r for r in db.recordings() if r.name == name)
-        decision, spec = db.best(recording.program), recorded_spec(db, recording)
+        decision, spec = db.best(recording.fingerprint), recorded_spec(db, recording)
     return {"speedup": time_config(load_program(spec), decision.chosen, rounds).speedup}
 
 

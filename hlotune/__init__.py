@@ -15,14 +15,14 @@ _API = {
     "cross_validate": ("hlotune.evaluation.crossval", "cross_validate"),
     "featurize_source": ("hlotune.hlo.sources", "featurize_source"),
     "inspect": ("hlotune.hlo.inspection", "inspect"),
-    "install": ("hlotune.fleet.jit", "install"),
-    "jit": ("hlotune.fleet.jit", "jit"),
+    "install": ("hlotune.fleet.jitted", "install"),
+    "jit": ("hlotune.fleet.jitted", "jit"),
     "load_program": ("hlotune.programs", "load_program"),
     "read_sample": ("hlotune.data.npz", "read_sample"),
     "write_sample": ("hlotune.data.npz", "write_sample"),
     "Dataset": ("hlotune.data.dataset", "Dataset"),
     "tune": ("hlotune.tuning.tuner", "tune"),
-    "uninstall": ("hlotune.fleet.jit", "uninstall"),
+    "uninstall": ("hlotune.fleet.jitted", "uninstall"),
 }
 # Old name -> new, kept one release: `featurize` was easily taken for hlo.featurize.featurize,
 # which turns one graph into arrays, where this reads a source's samples.

@@ -24,7 +24,8 @@ def test_featurize_source_reads_a_source_and_the_old_name_warns_but_still_works(
 
 @pytest.mark.parametrize("module, old, new", [("hlotune.models", "ModelConfig", "ModelSettings"),
                                               ("hlotune.models.config", "ModelConfig", "ModelSettings"),
-                                              ("hlotune.opt.ppo", "PPOConfig", "PPOSettings")])
+                                              ("hlotune.opt.ppo", "PPOConfig", "PPOSettings"),
+                                              ("hlotune.tuning.compiled", "compile_config", "compile_program")])
 def test_a_renamed_class_warns_but_still_works(module, old, new):
     """`Config` names compiler configurations only: settings classes renamed keep their old
     name for a release."""
@@ -46,3 +47,29 @@ def test_every_lazy_name_imports(package):
     module = importlib.import_module(package)
     for name, (where, attribute) in module._API.items():
         assert getattr(module, name) is getattr(importlib.import_module(where), attribute), name
+
+
+def test_tune_takes_the_database_as_db_and_its_old_keyword_db_path_warns_but_still_works(tmp_path):
+    from hlotune.errors import HlotuneError
+
+    with pytest.warns(DeprecationWarning, match=r"hlotune.tune\(db_path=...\) is deprecated: use db="):
+        with pytest.raises(HlotuneError, match="no-such-program"):
+            hlotune.tune("zoo:no-such-program", db_path=tmp_path / "t.sqlite", progress=False)
+
+
+def test_the_database_stores_a_verification_as_record_verification_and_verify_warns_but_still_works(tmp_path):
+    from hlotune.tuning.storage import TuningDatabase
+    from hlotune.tuning.storage.fleet_log import Verification
+
+    with TuningDatabase(str(tmp_path / "t.sqlite")) as db:
+        with pytest.warns(DeprecationWarning, match="TuningDatabase.verify is deprecated"):
+            db.verify("p", Verification("k", jit_ns=100.0, tuned_ns=80.0, rounds=10, timestamp=1.0))
+        assert db.verification("p", "k").speedup == pytest.approx(1.25)
+
+
+def test_a_recording_names_its_fingerprint_and_its_old_field_program_warns_but_still_works():
+    from hlotune.tuning.storage import Recording
+
+    recording = Recording("f" * 64, "model.step", "f32[8]", True, "", 0.0, 10, 1.0, 86400.0)
+    with pytest.warns(DeprecationWarning, match="Recording.program is deprecated: use Recording.fingerprint"):
+        assert recording.program == recording.fingerprint == "f" * 64

@@ -23,7 +23,7 @@ from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.tuning import autotune, tuner
 from hlotune.compiler.call_timing import interleaved_call_times
-from hlotune.tuning.compiled import compile_config as compile_program
+from hlotune.tuning.compiled import compile_program
 from hlotune.tuning.storage import Decision, TuningDatabase
 
 CHEAP = MeasureSettings(rounds=2, repeats=1, default_replicas=1)
@@ -56,7 +56,7 @@ def _decide(path, fingerprint: str, config: CompileConfig, machine: Machine | No
 
 def test_tune_takes_a_function_and_pytree_arguments_and_compiles_its_signature(tmp_path):
     path, args = tmp_path / "t.sqlite", _arguments()
-    options = dict(space="layout", budget=4, batch=3, strategy="random", db_path=path, settings=CHEAP,
+    options = dict(space="layout", budget=4, batch=3, strategy="random", db=path, settings=CHEAP,
                    progress=False)
     result = hlotune.tune(mlp, *args, **options)
     assert result.program.startswith("export:" + str(tmp_path / "programs" / "mlp-"))
@@ -74,9 +74,9 @@ def test_tune_takes_a_function_and_pytree_arguments_and_compiles_its_signature(t
 
 def test_bad_functions_arguments_and_files_are_clean_errors(tmp_path):
     with pytest.raises(HlotuneError, match="cannot export"):
-        hlotune.tune(lambda s: s, "text", db_path=tmp_path / "t.sqlite")
+        hlotune.tune(lambda s: s, "text", db=tmp_path / "t.sqlite")
     with pytest.raises(HlotuneError, match="example arguments"):
-        hlotune.tune("zoo:mlp@tiny", jnp.ones(3), db_path=tmp_path / "t.sqlite")
+        hlotune.tune("zoo:mlp@tiny", jnp.ones(3), db=tmp_path / "t.sqlite")
     with pytest.raises(HlotuneError, match="no such file"):
         load_program(f"export:{tmp_path / 'missing.npz'}")
     (tmp_path / "bad.npz").write_bytes(b"garbage" * 10)

@@ -128,14 +128,14 @@ def test_a_library_pytree_exports_as_flat_leaves_and_loads_without_its_types(cas
 @pytest.mark.filterwarnings("ignore:cannot export:UserWarning")  # LIVE's, tested below
 def test_tune_is_not_refused_and_compiles_what_jax_jit_computes(case, tmp_path):
     fn, args = case()
-    result = hlotune.tune(fn, *args, db_path=tmp_path / "t.sqlite", **TINY)
+    result = hlotune.tune(fn, *args, db=tmp_path / "t.sqlite", **TINY)
     _assert_same(result.compiled()(*args), jax.jit(fn)(*args))
 
 
 def test_tune_autotune_and_the_file_agree_on_the_fingerprint(tmp_path):
     fn, args = optax_adam_step()
     path = tmp_path / "t.sqlite"
-    result = hlotune.tune(fn, *args, db_path=path, **TINY)
+    result = hlotune.tune(fn, *args, db=path, **TINY)
     assert program_fingerprint(load_program(result.program)) == result.fingerprint
     decorated = hlotune.autotune(fn, db=path)
     assert decorated.choice(*args) == autotune.Choice(result.best_config, autotune.DATABASE, result.fingerprint)
@@ -150,7 +150,7 @@ def test_host_callbacks_are_tuned_in_this_process_with_one_warning(case, tmp_pat
     path = tmp_path / "t.sqlite"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = hlotune.tune(fn, *args, db_path=path, **TINY)
+        result = hlotune.tune(fn, *args, db=path, **TINY)
     said = [str(warning.message) for warning in caught if "in this process" in str(warning.message)]
     assert len(said) == 1 and "crashes this process" in said[0]
     assert ("EQX_ON_ERROR=nan" in said[0]) == (case is equinox_check)
@@ -168,4 +168,4 @@ def test_host_callbacks_are_tuned_in_this_process_with_one_warning(case, tmp_pat
 def test_a_live_program_takes_no_other_runner(tmp_path):
     fn, args = debug_callback()
     with pytest.raises(HlotuneError, match="only in this process"):
-        hlotune.tune(fn, *args, db_path=tmp_path / "t.sqlite", runner="ray", **TINY)
+        hlotune.tune(fn, *args, db=tmp_path / "t.sqlite", runner="ray", **TINY)

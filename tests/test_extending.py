@@ -147,7 +147,7 @@ def test_a_strategy_built_from_its_parts_is_warm_started_staged_and_ranked(tmp_p
             self.config = tuner.trials[1].config  # after the default
 
     first = FirstAsked()
-    result = tune("zoo:mlp@tiny", space="all", budget=4, batch=3, strategy=factory, db_path=path,
+    result = tune("zoo:mlp@tiny", space="all", budget=4, batch=3, strategy=factory, db=path,
                   settings=FAST, progress=False, callbacks=[first])
     (parts,) = built
     assert parts.space.kind == "all" and parts.cost_model is not None

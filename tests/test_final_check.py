@@ -350,7 +350,7 @@ def test_every_search_stops_at_its_time_budget(tmp_path, monkeypatch, name):
         def after_batch(self, tuner, trials):
             assert len(tuner.trials) < 10, "the search ignored its time budget"
 
-    result = tune(MLP, budget=None, time_s=350, batch=1, runner=runner, db_path=tmp_path / "t.sqlite",
+    result = tune(MLP, budget=None, time_s=350, batch=1, runner=runner, db=tmp_path / "t.sqlite",
                   progress=False, callbacks=[Guard()], **_time_case(name))
     assert len(result.history) == 2 and result.confirm_rounds <= 1
 
@@ -367,5 +367,5 @@ def test_time_spent_ranking_counts_against_the_budget(tmp_path, monkeypatch):
 
     runner = _Runner(_anything, clock, step=100.0)
     result = tune(MLP, strategy=Exhaustive([A, B, C, D, E, F], cost_model=SlowModel()), budget=None,
-                  time_s=700, batch=2, runner=runner, db_path=tmp_path / "t.sqlite", progress=False)
+                  time_s=700, batch=2, runner=runner, db=tmp_path / "t.sqlite", progress=False)
     assert len(result.history) == 3

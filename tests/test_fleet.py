@@ -12,7 +12,7 @@ import hlotune
 from hlotune.fleet.allocation import PROBE, by_time, halving
 from hlotune.fleet.tune import BudgetSpent, Outcome
 from hlotune.fleet.recorder import recorder_for
-from hlotune.tuning.storage import Recording, TuningDatabase
+from hlotune.tuning.storage import Recording
 
 
 def rolled(u):
@@ -94,3 +94,32 @@ def test_an_allocation_stops_where_the_budget_is_spent():
     with pytest.raises(BudgetSpent):
         by_time(programs, spend)
     assert spent == ["a", "b"]
+
+
+def test_saving_tunes_where_a_tuning_second_saves_most_and_stops_where_a_probe_finds_nothing(tmp_path):
+    """A known answer: `heavy` holds the most time but its configs cost 80 ms calls and it gains
+    nothing; `cheap` (5 ms calls) gains 2x; `small` gains 1.5x on a sixth of cheap's time. Per
+    tuning second, cheap's probe comes first, then heavy's probe, which finds nothing and gives
+    its budget back; then cheap is tuned on to FULL, and small last."""
+    from hlotune.fleet.allocation import FULL, STOP_BELOW, flat_saving
+
+    programs = [Recording(name * 8, name, "", True, "", 0.0, calls, seconds, 86400.0)
+                for name, calls, seconds in (("heavy", 12500, 1000.0), ("cheap", 120000, 600.0),
+                                             ("small", 20000, 100.0))]
+    found = {"heavy": 1.0, "cheap": 2.0, "small": 1.5}
+
+    class Spend:
+        location = str(tmp_path / "fleet.sqlite")
+        spent: list = []
+
+        def __call__(self, program, budget):
+            self.spent.append((program.name, budget))
+            return Outcome(program, budget, budget, 2.0 * budget, found[program.name], found[program.name])
+
+    spend = Spend()
+    flat_saving(programs, spend)
+    assert spend.spent == [("cheap", PROBE), ("heavy", PROBE), ("cheap", FULL), ("small", PROBE), ("small", FULL)]
+    found["small"] = STOP_BELOW - 0.005  # a probe that found less than STOP_BELOW: stopped there
+    spend.spent.clear()
+    flat_saving(programs, spend)
+    assert ("small", FULL) not in spend.spent and ("small", PROBE) in spend.spent

@@ -176,7 +176,7 @@ def test_tune_searches_the_fusion_space(tmp_path):
     import hlotune
     from hlotune.tuning.storage import TuningDatabase
 
-    result = hlotune.tune("zoo:gnn@tiny", space="fusion", budget=4, db_path=tmp_path / "db.sqlite",
+    result = hlotune.tune("zoo:gnn@tiny", space="fusion", budget=4, db=tmp_path / "db.sqlite",
                           settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     assert result.space == "fusion" and result.measurements >= 4
     with TuningDatabase(tmp_path / "db.sqlite") as db:

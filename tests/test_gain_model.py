@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -80,9 +79,9 @@ def test_a_fleet_gets_a_predicted_speedup_for_each_recorded_program(tmp_path):
     location = str(tmp_path / "fleet.sqlite")
     recording = _recorded(load_program("zoo:mlp@tiny"), location)
     gains = gain_model.fleet_gains(location, [recording])
-    assert list(gains) == [recording.program]  # as the model predicts the program's stored form:
+    assert list(gains) == [recording.fingerprint]  # as the model predicts the program's stored form:
     stored = GainModel.for_fleet(location).predict(load_program("zoo:mlp@tiny", abstract=True))
-    assert gains[recording.program] == pytest.approx(math.exp(stored))
+    assert gains[recording.fingerprint] == pytest.approx(math.exp(stored))
 
 
 def test_a_fleet_learns_from_its_own_tunes(tmp_path, monkeypatch):
@@ -90,7 +89,7 @@ def test_a_fleet_learns_from_its_own_tunes(tmp_path, monkeypatch):
     recording = _recorded(load_program("zoo:mlp@tiny"), location)
     assert gain_rows.fleet_rows(location).names == ()  # not tuned yet
     with TuningDatabase(location) as db:
-        tune(recorded_spec(db, recording), options=TuneOptions(budget=3), db_path=location, progress=False)
+        tune(recorded_spec(db, recording), options=TuneOptions(budget=3), db=location, progress=False)
     monkeypatch.setattr(gain_rows, "MIN_CONFIGS", 2)
     rows = gain_rows.fleet_rows(location)
     assert rows.names == (recording.name,) and rows.families == (f"fleet:{recording.name}",)
@@ -115,7 +114,7 @@ def test_the_model_allocation_probes_by_predicted_saving_and_skips_predicted_not
     speedups = {"a": 1.01, "b": 1.1, "c": 1.5, "d": 1.2}  # c saves 1 s a day, b 0.45, d 0.17, a skipped
     programs = [Recording(name * 8, name, "", True, "", 0.0, 10, s, 86400.0) for name, s in seconds.items()]
     monkeypatch.setattr(gain_model, "fleet_gains", lambda location, recorded: {
-        p.program: speedups[p.name] for p in recorded})
+        p.fingerprint: speedups[p.name] for p in recorded})
     spend = _Spend()
     model_guided(programs, spend)
     assert speedups["a"] < MIN_GAIN

@@ -65,7 +65,7 @@ def _decide(path, fingerprint: str, config: CompileConfig = FLAGS) -> None:
 def test_typed_keys_in_and_out_of_tune_compiled_and_autotune(tmp_path):
     path, key, x = tmp_path / "t.sqlite", jax.random.key(0), jnp.arange(4.0)
     want = jax.jit(noisy)(key, x)
-    result = hlotune.tune(noisy, key, x, db_path=path, **TINY)
+    result = hlotune.tune(noisy, key, x, db=path, **TINY)
     _assert_same(result.compiled()(key, x), want)
     _assert_same(hlotune.compiled(noisy, key, x, config=FLAGS)(key, x), want)
 
@@ -100,7 +100,7 @@ def test_static_argnames_are_baked_into_the_tuned_and_compiled_program(tmp_path)
     x = jnp.arange(4.0)
     jitted = jax.jit(scale, static_argnames=("mode", "flip"))
     result = hlotune.tune(scale, x, mode="double", flip=True, static_argnames=("mode", "flip"),
-                          db_path=tmp_path / "t.sqlite", **TINY)
+                          db=tmp_path / "t.sqlite", **TINY)
     tuned = result.compiled()
     _assert_same(tuned(x, mode="double", flip=True), jitted(x, mode="double", flip=True))
     _assert_same(tuned(x + 1, "double", flip=True), jitted(x + 1, "double", flip=True))
@@ -134,18 +134,18 @@ def test_keyword_arguments_bind_as_jax_jit_binds_them(tmp_path):
 def test_unknown_options_are_named_with_the_closest_one(tmp_path):
     x, path = jnp.arange(4.0), tmp_path / "t.sqlite"
     with pytest.raises(HlotuneError, match="^unknown option 'budgte' for hlotune.tune: did you mean 'budget'[?]$"):
-        hlotune.tune(scale, x, "add", budgte=2, db_path=path)
+        hlotune.tune(scale, x, "add", budgte=2, db=path)
     with pytest.raises(HlotuneError, match="unknown option 'static_argname' for hlotune.tune: "
                                            "did you mean 'static_argnames'"):
-        hlotune.tune(scale, x, "add", static_argname="mode", db_path=path)
+        hlotune.tune(scale, x, "add", static_argname="mode", db=path)
     with pytest.raises(HlotuneError, match="unknown option 'stratgy' for hlotune.autotune: did you mean 'strategy'"):
         hlotune.autotune(stratgy="random")
     with pytest.raises(HlotuneError, match="unknown option 'confg' for hlotune.compiled: did you mean 'config'"):
         hlotune.compiled(scale, x, "add", static_argnums=1, confg=FLAGS)
     with pytest.raises(HlotuneError, match="hlotune.tune does not take jax.jit's option 'donate_argnums'"):
-        hlotune.tune(scale, x, "add", donate_argnums=0, db_path=path)
+        hlotune.tune(scale, x, "add", donate_argnums=0, db=path)
     with pytest.raises(HlotuneError, match="^unknown option 'zzz' for hlotune.tune$"):
-        hlotune.tune("zoo:mlp@tiny", zzz=1, db_path=path)
+        hlotune.tune("zoo:mlp@tiny", zzz=1, db=path)
     # a keyword the function takes goes to it
     statics = {"static_argnums": 1, "static_argnames": "flip"}
     _assert_same(hlotune.compiled(scale, x, "add", flip=True, config=FLAGS, **statics)(x, "add", flip=True),

@@ -19,7 +19,7 @@ import hlotune
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.tuning.autotune import DATABASE, JIT
-from hlotune.fleet.jit import TRIAL
+from hlotune.fleet.jitted import TRIAL
 from hlotune.fleet.recorder import SAMPLE_EVERY, next_sample, recorder_for
 from hlotune.tuning.storage import CallCount, Decision, TuningDatabase
 from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR
@@ -73,7 +73,7 @@ def test_each_program_is_recorded_once_and_its_calls_counted(location):
         big, small = db.recordings()
     assert big.name == f"{__name__}.mlp" and big.calls == 2 * SAMPLE_EVERY and big.tunable
     assert big.shapes == "float32[16] float32[16,16] float32[64,16]"
-    assert big.seconds > 0 and small.calls == 1 and big.program != small.program
+    assert big.seconds > 0 and small.calls == 1 and big.fingerprint != small.fingerprint
 
 
 def test_a_stored_decision_is_on_trial_at_the_next_compile_or_applied_without_one(location):
@@ -150,7 +150,7 @@ def test_a_database_it_cannot_use_warns_once_and_the_program_runs_as_under_jax_j
 
 
 def test_install_routes_jax_jit_and_hlotune_disable_turns_it_off(tmp_path):
-    script = f"""
+    script = """
 import jax, jax.numpy as jnp, hlotune
 hlotune.install()
 f = jax.jit(lambda x: x + 1)
@@ -232,16 +232,16 @@ def test_a_decision_not_verified_faster_than_jax_jit_is_not_applied(location):
     fingerprint = hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).fingerprint
     with TuningDatabase(location) as db:
         db.decide(Decision(fingerprint, CHOSEN, CHOSEN, 200.0, 150.0, 0.01, "random", "flags", 1.0))
-        db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=110.0, rounds=10, timestamp=2.0))
+        db.record_verification(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=110.0, rounds=10, timestamp=2.0))
         db.record_calls(fingerprint, CallCount(100, 1, 1e-3, time.time() - 3600))
         (status,), (saving,) = fleet_status(db), fleet_savings(db).programs
     assert (status.decision, saving.verified, saving.saved_s) == ("no verified gain", pytest.approx(100 / 110), 0.0)
     assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == JIT
     with TuningDatabase(location) as db:  # 1.01x: within the verification's spread
-        db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=101.0, tuned_ns=100.0, rounds=10, timestamp=2.5))
+        db.record_verification(fingerprint, Verification(CHOSEN.key, jit_ns=101.0, tuned_ns=100.0, rounds=10, timestamp=2.5))
     assert hlotune.jit(mlp, static_argnums=2, db=location).choice(params, x, 2).source == JIT
     with TuningDatabase(location) as db:
-        db.verify(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=90.0, rounds=10, timestamp=3.0))
+        db.record_verification(fingerprint, Verification(CHOSEN.key, jit_ns=100.0, tuned_ns=90.0, rounds=10, timestamp=3.0))
         (status,), (saving,) = fleet_status(db), fleet_savings(db).programs
     assert (status.decision, saving.verified, saving.source) == ("on trial", pytest.approx(100 / 90), "verified")
     assert saving.saved_share == pytest.approx(0.1)

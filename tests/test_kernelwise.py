@@ -68,7 +68,7 @@ def test_a_tile_tune_measures_each_kernels_favourites_and_keeps_their_times(tmp_
     from hlotune.tuning.tuner import tune
 
     program = load_program("zoo:mlp@tiny")
-    result = tune("zoo:mlp@tiny", space="tile", budget=8, per_kernel=2, db_path=tmp_path / "db.sqlite",
+    result = tune("zoo:mlp@tiny", space="tile", budget=8, per_kernel=2, db=tmp_path / "db.sqlite",
                   progress=False, settings=MeasureSettings(rounds=2, default_replicas=1))
     kernels = [k for k in program_kernels(LayoutSpace(program)) if k.kind not in UNTUNABLE_KINDS]
     assert result.to_json()["space"] == "tile" and result.strategy == "kernelwise"

@@ -142,7 +142,7 @@ def test_an_evolutionary_tune_measures_the_portfolio_first(tmp_path):
             return super().measure(program, configs, settings)
 
     tune(MLP, strategy="evolutionary", first_generation="portfolio", model=None, budget=4, batch=3,
-         runner=Recording(), db_path=tmp_path / "db.sqlite", settings=CHEAP, progress=False)
+         runner=Recording(), db=tmp_path / "db.sqlite", settings=CHEAP, progress=False)
     assert measured[0] == _portfolio_in(SearchSpace("flags"))[:3]
 
 
@@ -156,3 +156,31 @@ def test_hlotune_tune_with_optuna_enqueues_the_portfolio_first(tmp_path, cli):
     study = optuna.load_study(storage=f"sqlite:///{tmp_path / 'db.optuna.sqlite'}", study_name=fingerprint)
     told = [CompileConfig.from_dict(json.loads(trial.user_attrs["config"])) for trial in study.trials]
     assert told[0] == DEFAULT_CONFIG and told[1:4] == _portfolio_in(SearchSpace("flags"))[:3]
+
+
+def test_the_fleet_portfolio_orders_the_winners_by_what_they_kept_on_the_fleet(tmp_path):
+    """Two other programs decided: the older winner gained on both, the newer on its own program
+    alone, so the fleet's greedy order puts the older first, where newest-first does not."""
+    from hlotune.compiler.measure import BatchResult, Measurement
+    from hlotune.tuning.fleet_portfolio import fleet_portfolio
+    from hlotune.tuning.storage import Decision, TuningDatabase
+
+    older = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    newer = CompileConfig(FlagConfig.from_dict({"xla_backend_optimization_level": 1}))
+    defaults = [Measurement(DEFAULT_CONFIG, samples_ns=[200, 202, 198])] * 2
+
+    def measured(db, program, runs):
+        db.register(program, program[:4])
+        db.record_batch(program, BatchResult([Measurement(c, samples_ns=[ns, ns + 1, ns - 1]) for c, ns in runs],
+                                             defaults), with_default=True)
+
+    with TuningDatabase(str(tmp_path / "fleet.sqlite")) as db:
+        first, second, target = "a" * 64, "b" * 64, "c" * 64
+        measured(db, first, [(older, 100)])  # 2x; never measured `newer`
+        measured(db, second, [(older, 133), (newer, 125)])  # 1.5x and 1.6x
+        db.decide(Decision(first, older, older, 200.0, 100.0, 0.02, "evolutionary", "flags", 1.0))
+        db.decide(Decision(second, newer, newer, 200.0, 125.0, 0.02, "evolutionary", "flags", 2.0))
+        assert db.winners(target) == [newer, older]
+        assert fleet_portfolio(db, target, 4) == [older, newer]
+        assert fleet_portfolio(db, target, 1) == [older]
+        assert fleet_portfolio(db, first, 4) == [newer]  # a program's own decision is not its warm start

@@ -78,7 +78,7 @@ def test_a_guided_tune_fine_tunes_the_shipped_models_and_resumes_identically(tmp
     again."""
     cheap = MeasureSettings(rounds=2, repeats=1, default_replicas=1)
     options = dict(space="all", budget=6, batch=2, fine_tune_every=2, settings=cheap,
-                   db_path=tmp_path / "tune.sqlite", progress=False)
+                   db=tmp_path / "tune.sqlite", progress=False)
     first = tune("zoo:mlp@tiny", **options)
     again = tune("zoo:mlp@tiny", **options)
     assert first.measurements == 6 and again.measurements == 0 and again.resumed == 6

@@ -39,7 +39,7 @@ def ray_runner(local_ray):
 
 def test_a_tune_through_ray_workers_stores_their_measurements(ray_runner, tmp_path):
     path = tmp_path / "t.sqlite"
-    result = tune("zoo:mlp@tiny", budget=3, batch=2, db_path=path, runner=ray_runner, **CHEAP)
+    result = tune("zoo:mlp@tiny", budget=3, batch=2, db=path, runner=ray_runner, **CHEAP)
     assert result.measurements == 3
     with TuningDatabase(path) as db:  # the worker is this machine: its fingerprint is ours
         records = db.records(result.fingerprint)
@@ -64,7 +64,7 @@ def test_a_fleet_tune_measures_on_ray_workers_and_writes_the_shared_database(ray
     (outcome,) = result.outcomes
     assert outcome.measured == 2  # the recorded program's export: file travelled to the worker
     with TuningDatabase(location) as db:
-        assert len(db.records(outcome.program.program)) == 2 and db.best(outcome.program.program) is not None
+        assert len(db.records(outcome.recording.fingerprint)) == 2 and db.best(outcome.recording.fingerprint) is not None
 
 
 def test_records_go_under_the_measuring_machine(tmp_path):
@@ -74,7 +74,7 @@ def test_records_go_under_the_measuring_machine(tmp_path):
     elsewhere.machine = worker  # as a Ray runner whose workers are another kind of machine
 
     path = tmp_path / "t.sqlite"
-    result = tune("zoo:mlp@tiny", budget=2, db_path=path, runner=elsewhere, **CHEAP)
+    result = tune("zoo:mlp@tiny", budget=2, db=path, runner=elsewhere, **CHEAP)
     with TuningDatabase(path, machine=worker) as db:
         assert len(db.records(result.fingerprint)) == 2
     with TuningDatabase(path) as db:

@@ -87,3 +87,16 @@ def test_building_the_parser_imports_no_numpy():
     code = "import sys; from hlotune.cli import _parser; _parser(); print('numpy' in sys.modules)"
     child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert child.stdout == "False\n"
+
+
+@pytest.mark.parametrize("package", ["hlotune.tuning.strategies", "hlotune.tuning.runners", "hlotune.tuning.models",
+                                     "hlotune.fleet"])
+def test_the_part_packages_export_their_built_ins_on_first_use(package):
+    import importlib
+
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        value = getattr(module, name)
+        assert getattr(value, "__name__", name) == name or isinstance(value, dict), (package, name)
+    with pytest.raises(AttributeError):
+        module.NotAnExport

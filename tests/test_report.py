@@ -45,7 +45,7 @@ def tuned(tmp_path_factory) -> Path:
     """A real tuning database: two programs, tiny budgets."""
     path = tmp_path_factory.mktemp("db") / "tuning.sqlite"
     for program, space, budget in zip(PROGRAMS, ("all", "flags"), (6, 3)):
-        tune(program, space=space, strategy="random", budget=budget, batch=3, db_path=path,
+        tune(program, space=space, strategy="random", budget=budget, batch=3, db=path,
              settings=FAST, progress=False)
     return path
 

@@ -110,7 +110,7 @@ def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_not
     from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.tuner import tune
 
-    arguments = dict(space="all", budget=16, batch=6, db_path=tmp_path / "db.sqlite", progress=False,
+    arguments = dict(space="all", budget=16, batch=6, db=tmp_path / "db.sqlite", progress=False,
                      settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     result = tune("zoo:mlp@tiny", **arguments)
     # a stage that runs dry (the kernels of the best flags offer fewer choices) leaves configs
@@ -155,7 +155,7 @@ def test_without_kernel_stages_all_searches_flags_and_layouts_alone(tmp_path):
     from hlotune.tuning.tuner import tune
 
     result = tune("zoo:mlp@tiny", space="all", budget=8, batch=4, kernel_stages=False, progress=False,
-                  db_path=tmp_path / "db.sqlite", settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
+                  db=tmp_path / "db.sqlite", settings=MeasureSettings(rounds=2, repeats=2, default_replicas=1))
     assert result.strategy == "evolutionary"
     with TuningDatabase(tmp_path / "db.sqlite") as db:
         assert all(r.config.kernels.is_default for r in db.records(result.fingerprint))

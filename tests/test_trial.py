@@ -18,7 +18,7 @@ import hlotune
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.flags import FlagConfig
 from hlotune.fleet import trial as trials
-from hlotune.fleet.jit import TRIAL
+from hlotune.fleet.jitted import TRIAL
 from hlotune.fleet.recorder import recorder_for
 from hlotune.fleet.trial import JIT_ARM, MAX_PAIRS, MIN_PAIRS, Trial
 from hlotune.tuning.autotune import DATABASE, JIT
@@ -216,6 +216,19 @@ def test_the_field_pools_trials_from_processes_on_either_database(db_location):
     assert (field.pairs, field.wins) == (30, 27) and field.confirmed  # the pairs pool
     assert state.state == APPLIED
     assert field.median == pytest.approx(1.5) and not field.retired
+
+
+def test_a_config_the_field_retired_is_one_a_tune_of_its_program_does_not_keep(db_location):
+    slower = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    writers = [TuningDatabase(db_location) for _ in range(RETIRE_AFTER)]
+    try:
+        for db in writers:
+            db.record_trials([("p", TrialOutcome(slower.key, 16, 1, 0.9, 1e6, 1.1e6, REJECTED, 0.1)),
+                              ("p", TrialOutcome(UNFUSED.key, 16, 15, 1.4, 1.4e6, 1e6, KEPT, 0.1))])
+        assert writers[0].retired("p") == {slower.key} and writers[0].retired("q") == set()
+    finally:
+        for db in writers:
+            db.close()
 
 
 def test_db_import_stores_a_decision_that_goes_on_trial_and_refuses_bad_files(tmp_path, cli):

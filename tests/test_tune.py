@@ -32,7 +32,7 @@ from hlotune.programs import load_program
 from hlotune.tuning import commands, db_commands, storage
 from hlotune.tuning.autotune import autotune
 from hlotune.tuning.callbacks import Callback
-from hlotune.tuning.compiled import compile_config
+from hlotune.tuning.compiled import compile_program
 from hlotune.tuning.fingerprint import program_fingerprint
 from hlotune.tuning.loop import Tuner
 from hlotune.tuning.models.base import CostModel
@@ -58,7 +58,7 @@ def mlp_layouts():
 
 
 def _tune(db_path, **overrides):
-    arguments = dict(space="all", budget=6, batch=3, db_path=db_path, settings=FAST, progress=False)
+    arguments = dict(space="all", budget=6, batch=3, db=db_path, settings=FAST, progress=False)
     return tune(MLP, **arguments | overrides)
 
 
@@ -109,7 +109,7 @@ def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(d
     script = (
         "from hlotune.tuning.tuner import tune\n"
         "from hlotune.compiler.measure import MeasureSettings\n"
-        f"tune({MLP!r}, strategy='random', budget=9, batch=2, db_path={str(path)!r}, "
+        f"tune({MLP!r}, strategy='random', budget=9, batch=2, db={str(path)!r}, "
         "settings=MeasureSettings(rounds=2, repeats=2), progress=False)\n"
     )
     process = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.DEVNULL)
@@ -123,7 +123,7 @@ def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(d
     stored = _rows(path)
     assert stored >= 3
 
-    result = tune(MLP, strategy="random", budget=9, batch=2, db_path=path, settings=FAST, progress=False)
+    result = tune(MLP, strategy="random", budget=9, batch=2, db=path, settings=FAST, progress=False)
     assert result.resumed >= stored
     assert result.resumed + result.measurements == 9
     assert _rows(path) == stored + result.measurements
@@ -143,7 +143,7 @@ def test_a_config_that_crashes_xla_is_recorded_failed_and_the_search_goes_on(tmp
     healthy = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
     result = tune(
         "zoo:lstm@tiny", strategy=Exhaustive([CRASH, healthy]), budget=3,
-        db_path=tmp_path / "t.sqlite", settings=FAST, progress=False,
+        db=tmp_path / "t.sqlite", settings=FAST, progress=False,
     )
     assert result.measurements == 3 and result.failed == 1
     assert result.best_config in (DEFAULT_CONFIG, healthy) and result.candidate != CRASH
@@ -275,7 +275,7 @@ def test_the_compiled_result_computes_what_the_program_does():
     program = load_program(MLP)
     config = CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}),
                            LayoutConfig.from_dict({"e0": [0, 1], "p1": [0, 1]}))
-    outputs = compile_config(program, config)(*program.args)
+    outputs = compile_program(program, config)(*program.args)
     expected = jax.jit(program.fn)(*program.args)
     assert jax.tree_util.tree_structure(outputs) == jax.tree_util.tree_structure(expected)
     for got, want in zip(jax.tree_util.tree_leaves(outputs), jax.tree_util.tree_leaves(expected)):
@@ -370,7 +370,7 @@ def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_p
     assert TuneOptions(strategy="bandit").ranking_model == "pretrained"  # as its evolutionary arm
     # tune() and @autotune check their keywords before anything is exported, loaded or measured
     with pytest.raises(HlotuneError, match="unknown option 'budgte' for hlotune.tune: did you mean 'budget'"):
-        tune("zoo:no-such-program", budgte=8, db_path=tmp_path / "t.sqlite")
+        tune("zoo:no-such-program", budgte=8, db=tmp_path / "t.sqlite")
     with pytest.raises(HlotuneError, match="^batch "):
         tune("zoo:no-such-program", options=TuneOptions(budget=8), batch=0)
     with pytest.raises(HlotuneError, match="^budget "):
@@ -387,7 +387,7 @@ def test_a_replay_runner_tunes_from_recorded_measurements(tmp_path):
     assert len(recorded) >= 48
     path = tmp_path / "replay.sqlite"
     result = tune("zoo:vit@tiny", strategy=Exhaustive(recorded[:12]), runner=runner, budget=13,
-                  db_path=path, progress=False)
+                  db=path, progress=False)
     medians = {c: np.median(runner.recorded[c]) for c in recorded[:12]}
     assert result.candidate == min(medians, key=medians.get)
     assert result.measurements == 13 and result.failed == 0
@@ -431,7 +431,7 @@ def test_the_decision_keeps_what_is_faster_when_measured_again(tmp_path, truly_f
     truth = {DEFAULT_CONFIG: 1000, lucky: 1300, faster: 900, slower: 1200}
     pool = [lucky, faster, slower] if truly_faster else [lucky, slower]
     result = tune(MLP, strategy=Exhaustive(pool), runner=_LuckyOnce(truth, lucky, 700),
-                  budget=len(pool) + 1, batch=3, db_path=tmp_path / "t.sqlite", progress=False)
+                  budget=len(pool) + 1, batch=3, db=tmp_path / "t.sqlite", progress=False)
     kept = faster if truly_faster else DEFAULT_CONFIG
     assert result.best_config == kept and truth[kept] <= truth[DEFAULT_CONFIG]
     assert result.history[-1] == pytest.approx(1000 / 700)  # the search did see the lucky batch
@@ -519,7 +519,7 @@ def test_a_failed_write_keeps_every_earlier_batch(tmp_path):
 
     with pytest.raises(HlotuneError, match="cannot write the tuning database .*readonly.*kept"):
         tune("zoo:vit@tiny", strategy=Exhaustive(recorded), runner=replay, budget=13, batch=4,
-             db_path=path, progress=False, callbacks=[TurnReadOnly()])
+             db=path, progress=False, callbacks=[TurnReadOnly()])
     with TuningDatabase(path, machine=replay.machine) as db:
         assert db._sql.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         records = db.records(program_fingerprint(load_program("zoo:vit@tiny")))
@@ -532,7 +532,7 @@ def test_numerics_changing_options_are_searched_only_when_allowed(tmp_path, allo
     space = SearchSpace("flags", allow_numerics_change=allowed)
     singles = Exhaustive.around_default(space).ask(1000)
     result = tune("zoo:vit@tiny", strategy=Exhaustive(singles), runner=replay, budget=len(singles) + 1,
-                  db_path=tmp_path / "db.sqlite", progress=False, allow_numerics_change=allowed)
+                  db=tmp_path / "db.sqlite", progress=False, allow_numerics_change=allowed)
     with TuningDatabase(tmp_path / "db.sqlite", machine=replay.machine) as db:
         kinds = {record.config.numerics for record in db.records(result.fingerprint)}
     assert kinds == ({"preserving", "changing"} if allowed else {"preserving"})

@@ -240,7 +240,7 @@ def test_configs_that_won_elsewhere_are_tried_first(tmp_path):
             return super().measure(program, configs, settings)
 
     runner = Recording(replay.recorded, replay.source)
-    tune("zoo:vit@tiny", strategy="random", budget=3, batch=2, runner=runner, db_path=path,
+    tune("zoo:vit@tiny", strategy="random", budget=3, batch=2, runner=runner, db=path,
          progress=False)
     assert measured[0] == winner
 
@@ -266,7 +266,7 @@ def test_the_transfer_model_ranks_a_held_out_program_better_than_chance(tmp_path
     with pytest.raises(HlotuneError, match="no collected programs"):
         load_transfer(f"transfer@{tmp_path}", "flags")
     with pytest.raises(HlotuneError, match="ranks flags"):  # tune() understood the name
-        tune("zoo:mlp@tiny", space="layout", model="transfer", budget=2, db_path=tmp_path / "db.sqlite",
+        tune("zoo:mlp@tiny", space="layout", model="transfer", budget=2, db=tmp_path / "db.sqlite",
              progress=False)
 
 

@@ -35,7 +35,7 @@ def _config_of(space: SearchSpace, trial):
 
 def test_the_study_beside_the_database_holds_every_measured_config(tmp_path):
     path = tmp_path / "tuning.sqlite"
-    result = tune(MLP, space="flags", strategy="optuna", budget=6, batch=3, db_path=path,
+    result = tune(MLP, space="flags", strategy="optuna", budget=6, batch=3, db=path,
                   settings=FAST, progress=False)
     storage = f"sqlite:///{tmp_path / 'tuning.optuna.sqlite'}"
     assert OptunaStudy.beside(path, result.fingerprint) == OptunaStudy(storage, result.fingerprint)
@@ -56,7 +56,7 @@ def test_the_study_beside_the_database_holds_every_measured_config(tmp_path):
             assert trial.state == optuna.trial.TrialState.FAIL
     assert study.best_value == pytest.approx(1 / max(result.history))
 
-    again = tune(MLP, space="flags", strategy="optuna", budget=6, batch=3, db_path=path,
+    again = tune(MLP, space="flags", strategy="optuna", budget=6, batch=3, db=path,
                  settings=FAST, progress=False)
     assert again.measurements == 0 and again.history == result.history
     assert len(optuna.load_study(storage=storage, study_name=result.fingerprint).trials) == 6
@@ -102,7 +102,7 @@ def test_the_user_may_bring_an_optuna_sampler(tmp_path):
         OptunaTPE(space, sampler="tpe")
 
     result = tune(MLP, space="flags", strategy=optuna.samplers.RandomSampler(seed=7), budget=3,
-                  batch=2, db_path=tmp_path / "t.sqlite", settings=FAST, progress=False,
+                  batch=2, db=tmp_path / "t.sqlite", settings=FAST, progress=False,
                   model=None)
     assert result.strategy == "optuna" and result.measurements == 3
     stored = optuna.load_study(storage=f"sqlite:///{tmp_path / 't.optuna.sqlite'}",

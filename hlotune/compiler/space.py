@@ -41,7 +41,6 @@ from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
 from hlotune.compiler.xla_support import xla_support
 from hlotune.errors import HlotuneError
 
-SPACES = ("flags", "layout", "tile", "fusion", "all")
 KERNEL_SPACES = ("tile", "fusion")  # whose genes are kernels of one compile
 _PASS, _SITE, _KERNEL, _FUSION = "pass:", "layout:", "kernel:", "fusion:"
 # Partitions offered per kernel: one thread, up to 8x this machine's 2 cores (XLA's own choice
@@ -85,35 +84,8 @@ class SearchSpace:
         if not base.is_default and kind not in KERNEL_SPACES:
             raise HlotuneError(f"only the {' and '.join(KERNEL_SPACES)} spaces stand on a base config, not {kind}")
         self.kind, self.allow_numerics_change, self.base = kind, allow_numerics_change, base
-        genes: list[Gene] = []
-        if kind in ("flags", "all"):
-            genes += _flag_genes(allow_numerics_change)
-        if kind in ("layout", "all"):
-            if layouts is None or not layouts.sites:
-                name = layouts.program.name if layouts is not None else "the program"
-                raise HlotuneError(f"{name}: no configurable layout sites to tune")
-            genes += [
-                Gene(_SITE + site.key, (None, *itertools.permutations(range(site.rank))))
-                for site in layouts.sites
-            ]
-        if kind == "tile":
-            genes += self._kernel_genes(kernels, layouts)
-        if kind == "fusion":
-            if not fusion:
-                name = layouts.program.name if layouts is not None else "the program"
-                raise HlotuneError(f"{name}: no loop or input fusion to split or merge")
-            genes += [Gene(_FUSION + key, (None, *values)) for key, values in fusion.items()]
-        self.genes: tuple[Gene, ...] = tuple(genes)
-
-    @staticmethod
-    def _kernel_genes(kernels: list[Kernel] | None, layouts: LayoutSpace | None) -> list[Gene]:
-        if kernels is None:
-            raise HlotuneError("the tile space needs the program's kernels (compiler.kernel_space)")
-        tunable = tunable_kernels(kernels)
-        if not tunable:
-            name = layouts.program.name if layouts is not None else "the program"
-            raise HlotuneError(f"{name}: no kernel whose partitions XLA lets us choose")
-        return [Gene(_KERNEL + k.key, (None, *PARTITION_CHOICES)) for k in tunable]
+        parts = _Parts(layouts, kernels, fusion, allow_numerics_change)
+        self.genes: tuple[Gene, ...] = tuple(gene for genes_of in GENES[kind] for gene in genes_of(parts))
 
     def config(self, genome: Genome) -> CompileConfig:
         """The config of a genome (absent genes keep their defaults)."""
@@ -244,16 +216,61 @@ class SearchSpace:
 _UNSET = object()
 
 
-def _flag_genes(allow_numerics_change: bool) -> list[Gene]:
+@dataclass(frozen=True)
+class _Parts:
+    """What a space's genes are made from: the program's layouts, kernels and fusions."""
+
+    layouts: LayoutSpace | None
+    kernels: list[Kernel] | None
+    fusion: dict[str, tuple[str, ...]] | None
+    allow_numerics_change: bool
+
+    @property
+    def name(self) -> str:
+        return self.layouts.program.name if self.layouts is not None else "the program"
+
+
+def _flag_genes(parts: _Parts) -> list[Gene]:
     """A gene per option with values the installed XLA takes (numerics-changing ones where
     allowed), one per sampled pass it runs."""
     support = xla_support()
     genes = []
     for option in FLAG_OPTIONS:
         values = tuple(v for v in option.values[1:] if support.takes(option.name, v))
-        if values and (allow_numerics_change or option.name not in NUMERICS_CHANGING):
+        if values and (parts.allow_numerics_change or option.name not in NUMERICS_CHANGING):
             genes.append(Gene(option.name, (option.default, *values)))
     return genes + [Gene(_PASS + name, (False, True)) for name in SAMPLED_PASSES if support.runs(name)]
+
+
+def _layout_genes(parts: _Parts) -> list[Gene]:
+    """A gene per layout site: the compiler's choice, or a minor-to-major permutation."""
+    if parts.layouts is None or not parts.layouts.sites:
+        raise HlotuneError(f"{parts.name}: no configurable layout sites to tune")
+    return [Gene(_SITE + site.key, (None, *itertools.permutations(range(site.rank)))) for site in parts.layouts.sites]
+
+
+def _tile_genes(parts: _Parts) -> list[Gene]:
+    """A gene per tunable kernel: XLA's partitions, or one of PARTITION_CHOICES."""
+    if parts.kernels is None:
+        raise HlotuneError("the tile space needs the program's kernels (compiler.kernel_space)")
+    tunable = tunable_kernels(parts.kernels)
+    if not tunable:
+        raise HlotuneError(f"{parts.name}: no kernel whose partitions XLA lets us choose")
+    return [Gene(_KERNEL + k.key, (None, *PARTITION_CHOICES)) for k in tunable]
+
+
+def _fusion_genes(parts: _Parts) -> list[Gene]:
+    """A gene per loop or input fusion: XLA's decision, or a split or merge."""
+    if not parts.fusion:
+        raise HlotuneError(f"{parts.name}: no loop or input fusion to split or merge")
+    return [Gene(_FUSION + key, (None, *values)) for key, values in parts.fusion.items()]
+
+
+# Each space's genes, in order: "all" holds the flags and the layouts (its kernels are tuned in
+# stages after them).
+GENES = {"flags": (_flag_genes,), "layout": (_layout_genes,), "tile": (_tile_genes,), "fusion": (_fusion_genes,),
+         "all": (_flag_genes, _layout_genes)}
+SPACES = tuple(GENES)
 
 
 def _choices(config: CompileConfig) -> Genome:

@@ -3,7 +3,7 @@
 Every program `hlotune.jit` recorded in a tuning database, its share of the recorded time, the
 decisions tuned for it, and the trial each process runs before keeping one (docs/fleet.md).
 
-`jit` and `install` record and apply (jit.py, recorder.py, trial.py); `tune_recorded` tunes one
+`jit` and `install` record and apply (jitted.py, recorder.py, trial.py); `tune_recorded` tunes one
 recorded program (recorded.py) and `fleet_tune` a fleet within one budget, divided as one of
 the `ALLOCATIONS` says (tune.py, allocation.py); `fleet_status` and `fleet_savings` read what
 the field measured (status.py, savings.py).
@@ -14,9 +14,9 @@ from __future__ import annotations
 from hlotune.lazy import lazy_attributes
 
 _API = {
-    "jit": ("hlotune.fleet.jit", "jit"),
-    "install": ("hlotune.fleet.jit", "install"),
-    "uninstall": ("hlotune.fleet.jit", "uninstall"),
+    "jit": ("hlotune.fleet.jitted", "jit"),
+    "install": ("hlotune.fleet.jitted", "install"),
+    "uninstall": ("hlotune.fleet.jitted", "uninstall"),
     "Trial": ("hlotune.fleet.trial", "Trial"),
     "find_recording": ("hlotune.fleet.recorded", "find_recording"),
     "tune_recorded": ("hlotune.fleet.recorded", "tune_recorded"),

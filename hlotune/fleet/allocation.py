@@ -21,6 +21,14 @@ at a larger budget continues its search.
 - `model`: halving whose probe is steered by the gain model (gain_model.py): programs are probed
   in order of predicted saving a day (recorded time a day x the share the predicted speedup
   would save), and those predicted below MIN_GAIN not at all; halving's later rungs follow.
+- `saving`: the next configs go where the expected saving a day per tuning second is highest
+  (prospects.py): a program's time a day x what its expected speedup would save, over what its
+  configs cost. A program is first probed at PROBE configs; a probe whose tune kept nothing
+  STOP_BELOW faster gives the rest of the program's budget back (the early stop); one that
+  found a gain is weighed again by what the probe found and its measured cost a config, and
+  may be tuned on to FULL. The expected speedup before a probe is the gain model's, refitted
+  after each full tune on this database's own tunes; `saving-flat` is the same order with one
+  flat prior (FLAT_GAIN) for every program, so that it follows time a day over cost alone.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from hlotune.progress import note
 
 if TYPE_CHECKING:  # types only: `hlotune --help` lists the allocations without importing numpy
     from hlotune.fleet.tune import Outcome, Spender
@@ -49,9 +59,9 @@ def model_guided(programs: list[Recording], spend: Spender) -> None:
     from hlotune.fleet.gain_model import fleet_gains
 
     gains = fleet_gains(spend.location, programs)
-    saving = {p.program: p.seconds_per_day * (1 - 1 / gains[p.program])
-              for p in programs if gains[p.program] >= MIN_GAIN}
-    probed = sorted((p for p in programs if p.program in saving), key=lambda p: -saving[p.program])
+    saving = {p.fingerprint: p.seconds_per_day * (1 - 1 / gains[p.fingerprint])
+              for p in programs if gains[p.fingerprint] >= MIN_GAIN}
+    probed = sorted((p for p in programs if p.fingerprint in saving), key=lambda p: -saving[p.fingerprint])
     _climb([spend(program, PROBE) for program in probed], spend)
 
 
@@ -61,12 +71,66 @@ def _climb(rung: list[Outcome], spend: Spender) -> None:
     while budget < FULL and rung:
         budget = min(budget * ETA, FULL)
         promising = sorted((o for o in rung if o.promise > 0), key=lambda o: -o.promise)
-        rung = [spend(o.program, budget) for o in promising[:max(1, len(rung) // ETA)]]
+        rung = [spend(o.recording, budget) for o in promising[:max(1, len(rung) // ETA)]]
 
 
 def by_time(programs: list[Recording], spend: Spender) -> None:
     for program in programs:
         spend(program, FULL)
+
+
+STOP_BELOW = MIN_GAIN  # a probe that kept less than this speedup ends its program's tuning
+
+Speedups = Callable[[str, "list[Recording]"], "dict[str, float]"]  # expected speedups by fingerprint
+
+
+def by_saving(programs: list[Recording], spend: Spender, speedups: Speedups, *, refit: bool = False) -> None:
+    """Probe, or tune on, whichever program promises the most saving a day per tuning second
+    next, until each is tuned to FULL or stopped early; `speedups` gives the expected speedups
+    before a probe, asked again after each full tune where `refit`."""
+    from hlotune.fleet.prospects import Prospect, config_costs
+    from hlotune.tuning.storage import TuningDatabase
+
+    with TuningDatabase(spend.location) as db:
+        costs = config_costs(db, programs)
+    gains = speedups(spend.location, programs)
+    open_ = [Prospect(p, gains[p.fingerprint], costs[p.fingerprint]) for p in programs]
+    while open_:
+        value, best = max(((p.probe_value(PROBE) if p.found is None else p.continue_value(FULL - PROBE), p)
+                           for p in open_), key=lambda pair: pair[0])
+        if value <= 0:
+            return
+        outcome = spend(best.recording, PROBE if best.found is None else FULL)
+        if best.found is None and outcome.speedup >= STOP_BELOW:
+            best.found, best.config_s = outcome.speedup, outcome.seconds / max(outcome.measured, 1)
+            continue
+        open_.remove(best)  # tuned to FULL, or stopped early
+        unprobed = [p for p in open_ if p.found is None]
+        if refit and best.found is not None and unprobed:  # a full tune: the model learns from it
+            refitted = speedups(spend.location, [p.recording for p in unprobed])
+            for prospect in unprobed:
+                prospect.speedup = refitted[prospect.recording.fingerprint]
+
+
+def model_saving(programs: list[Recording], spend: Spender) -> None:
+    """`saving` with the gain model's expectations, refitted after each full tune; the flat one,
+    with a note, where lightgbm (the gbdt extra) is not installed."""
+    from importlib.util import find_spec
+
+    from hlotune.fleet.gain_model import fleet_gains
+
+    if find_spec("lightgbm") is None:
+        note("fleet tune: the saving allocation's gain model needs lightgbm (pip install \"hlotune[gbdt]\"); "
+             "expecting one flat gain for every program", show=spend.show)
+        flat_saving(programs, spend)
+        return
+    by_saving(programs, spend, fleet_gains, refit=True)
+
+
+def flat_saving(programs: list[Recording], spend: Spender) -> None:
+    from hlotune.fleet.prospects import FLAT_GAIN
+
+    by_saving(programs, spend, lambda location, recordings: {r.fingerprint: FLAT_GAIN for r in recordings})
 
 
 @dataclass(frozen=True)
@@ -83,5 +147,10 @@ ALLOCATIONS: dict[str, AllocationKind] = {
                               f"for the 1/{ETA} promising the most saving a day, and so on up to {FULL}"),
     "model": AllocationKind(model_guided, "halving, probing in the order of the saving a day a gain model "
                             f"predicts, skipping any it predicts below {MIN_GAIN}x"),
+    "saving": AllocationKind(model_saving, "the next configs where the saving a day the gain model expects, "
+                             f"per tuning second, is highest: a probe of {PROBE}, then up to {FULL} where "
+                             f"it found {STOP_BELOW}x or more"),
+    "saving-flat": AllocationKind(flat_saving, "as saving, with one flat expected gain for every program "
+                                  "in place of the gain model's"),
 }
 DEFAULT_ALLOCATION = "time"

@@ -2,7 +2,7 @@
 
     hlotune fleet status [--db DB] [--json]
     hlotune fleet tune [--budget N] [--hours H] [--allocation A] [--runner R] [--seed S] [--db DB]
-                       [--json] [--quiet]
+                       [hlotune tune's search flags: --space, --strategy, --model, ...] [--json] [--quiet]
     hlotune fleet report [--db DB] [--json]
 
 `status` prints one line per recorded program (with --json, one object per line): its name as
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from hlotune.fleet.allocation import ALLOCATIONS, DEFAULT_ALLOCATION
 from hlotune.helptext import ChoicesFormatter, choices_help
 from hlotune.progress import add_quiet
+from hlotune.tuning.commands import add_search_arguments, search_options
 from hlotune.tuning.db_commands import DB_HELP, open_database
 from hlotune.tuning.runners import registry as runners
 
@@ -46,9 +47,9 @@ def add_commands(subparsers) -> None:
     status.set_defaults(run=run_status)
     tune = commands.add_parser(
         "tune", help="spend one tuning budget across the recorded programs, where it saves most",
-        description="Tune the recorded programs (flags, the default engine) within one budget: "
-        "configs measured over all of them (--budget) and/or hours (--hours), divided as "
-        "--allocation says. Re-running resumes. Each kept decision is then timed beside jax.jit "
+        description="Tune the recorded programs within one budget: configs measured over all of "
+        "them (--budget) and/or hours (--hours), divided as --allocation says, each tuned as "
+        "hlotune tune's search flags say (the flags space and the default engine unless told). Re-running resumes. Each kept decision is then timed beside jax.jit "
         "here, and trialled in each process that runs its program under hlotune.jit.",
         formatter_class=ChoicesFormatter)
     tune.add_argument("--budget", type=int, metavar="N", help="configs to measure over the fleet")
@@ -59,6 +60,7 @@ def add_commands(subparsers) -> None:
     tune.add_argument("--runner", default=runners.DEFAULT_RUNNER, metavar="RUNNER",
                       help=choices_help("where to measure:", runners.described(), runners.DEFAULT_RUNNER))
     tune.add_argument("--seed", type=int, default=0, help="seed of every search (default 0)")
+    add_search_arguments(tune)  # each program's tune, as `hlotune tune` takes it
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_quiet(tune)
     tune.set_defaults(run=run_tune)
@@ -123,10 +125,11 @@ def run_tune(args: argparse.Namespace) -> int:
     location = args.db or default_db_location()
     open_database(location).close()  # a missing or bad database: one line before any work
     result = fleet_tune(location, allocate=ALLOCATIONS[args.allocation].allocate, budget=args.budget,
-                        hours=args.hours, runner=args.runner, seed=args.seed, show=not args.quiet)
+                        hours=args.hours, runner=args.runner, seed=args.seed, show=not args.quiet,
+                        options=search_options(args))
     if args.json:
         print(json.dumps({"measured": result.measured, "seconds": result.seconds,
-                          "tunes": [{"program": o.program.name, "fingerprint": o.program.program,
+                          "tunes": [{"program": o.recording.name, "fingerprint": o.recording.fingerprint,
                                      "budget": o.budget, "measured": o.measured, "seconds": o.seconds,
                                      "found": o.found, "speedup": o.speedup} for o in result.outcomes],
                           "verified": result.verified}))
@@ -134,8 +137,8 @@ def run_tune(args: argparse.Namespace) -> int:
     print(f"fleet tune: {len(result.outcomes)} tunes, {result.measured} configs measured in {result.seconds:.0f} s")
     names = {}
     for o in result.outcomes:
-        names[o.program.program] = o.program.name
-        print(f"  {o.program.name[:40]:<40} budget {o.budget:>3}  measured {o.measured:>3}  found {o.found:.3f}x  "
+        names[o.recording.fingerprint] = o.recording.name
+        print(f"  {o.recording.name[:40]:<40} budget {o.budget:>3}  measured {o.measured:>3}  found {o.found:.3f}x  "
               f"kept {o.speedup:.3f}x")
     for fingerprint, verified in result.verified.items():
         print(f"  {names[fingerprint][:40]:<40} verified {verified:.3f}x beside jax.jit")

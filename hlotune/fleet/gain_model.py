@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from hlotune.extras import require
-from hlotune.fleet.gain_rows import GainRows, collection_rows, fleet_rows
+from hlotune.fleet.gain_rows import GainRows, collection_rows, fleet_rows, recorded_features
 from hlotune.fleet.program_features import program_features, program_graph
 from hlotune.programs.program import Program
 from hlotune.tuning.storage import Recording
@@ -73,12 +73,9 @@ class GainModel:
 def fleet_gains(location: str, programs: list[Recording]) -> dict[str, float]:
     """Each recorded program's predicted speedup (by fingerprint), from a model trained on the
     collection and on what this database has tuned."""
-    from hlotune.programs import load_program
-    from hlotune.fleet.recorded import recorded_spec
     from hlotune.tuning.storage import TuningDatabase
 
     model = GainModel.for_fleet(location)
     with TuningDatabase(location) as db:
-        specs = {p.program: recorded_spec(db, p) for p in programs}
-    return {fingerprint: math.exp(model.predict(load_program(spec, abstract=True)))
-            for fingerprint, spec in specs.items()}
+        features = {p.fingerprint: recorded_features(db, p) for p in programs}
+    return {fingerprint: math.exp(float(model.predict_features(row)[0])) for fingerprint, row in features.items()}

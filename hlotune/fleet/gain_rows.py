@@ -7,7 +7,8 @@ Two sources, one meaning:
   default (row 0 of each file, as the collector writes it);
 - a tuning database's own tuned programs, recorded by `hlotune.jit`: the best config a tune
   measured, relative to its batch's default (`Record.cost`), so that a fleet learns from what it
-  has tuned.
+  has tuned; once the field has trialled the decision in enough processes, the field's median
+  speedup (tuning/storage/field.py) in its place.
 
 Only configs that keep the program's results count (no fast math): those are what a fleet tune
 searches and keeps. The collection's rows are cached in ~/.cache/hlotune/gain_model/, keyed by
@@ -33,6 +34,7 @@ from hlotune.data.sample import FlagConfigArrays
 from hlotune.data.store import Store
 from hlotune.fleet.program_features import FEATURE_NAMES, program_features, program_graph
 from hlotune.tuning.storage import Record, Recording, TuningDatabase
+from hlotune.tuning.storage.field import RETIRE_AFTER
 
 COLLECTION = "builtin:flags"
 # A fleet program's row needs a tune past the probe: the best of a few configs understates what
@@ -100,29 +102,46 @@ def best_gain(configs: FlagConfigArrays) -> float:
 
 def fleet_rows(location: str) -> GainRows:
     """The database's tuned recorded programs, each its own family."""
-    from hlotune.programs import load_program
-    from hlotune.fleet.recorded import recorded_spec
-
     features, gains, names = [], [], []
     with TuningDatabase(location) as db:
         for recording in db.recordings():
             gain = _tuned_gain(db, recording)
             if gain is not None:
-                program = load_program(recorded_spec(db, recording), abstract=True)
-                features.append(program_features(program_graph(program)))
+                features.append(recorded_features(db, recording))
                 gains.append(gain)
                 names.append(recording.name)
     return GainRows(np.array(features).reshape(-1, len(FEATURE_NAMES)), np.array(gains), tuple(names),
                     tuple(f"fleet:{name}" for name in names))
 
 
+_FEATURES: dict[str, np.ndarray] = {}  # by fingerprint: a lowering each, once a process
+
+
+def recorded_features(db: TuningDatabase, recording: Recording) -> np.ndarray:
+    """The recorded program's cheap look (program_features.py), lowered once in a process: a
+    fleet tune's allocation refits the gain model after each full tune."""
+    from hlotune.fleet.recorded import recorded_spec
+    from hlotune.programs import load_program
+
+    if recording.fingerprint not in _FEATURES:
+        program = load_program(recorded_spec(db, recording), abstract=True)
+        _FEATURES[recording.fingerprint] = program_features(program_graph(program))
+    return _FEATURES[recording.fingerprint]
+
+
 def _tuned_gain(db: TuningDatabase, recording: Recording) -> float | None:
-    """log(1 / the best cost) of a recorded program tuned past MIN_CONFIGS (None: not yet)."""
-    if not recording.tunable or db.decision(recording.program) is None:
+    """log(1 / the best cost) of a recorded program tuned past MIN_CONFIGS (None: not yet); where
+    the field has trialled its decision in RETIRE_AFTER processes or more, log of the field's
+    median speedup: what the decision delivered where it ran, not the search's best reading."""
+    decision = db.decision(recording.fingerprint) if recording.tunable else None
+    if decision is None:
         return None
-    costs = [r.cost for r in db.records(recording.program) if _keeps_results(r)]
+    costs = [r.cost for r in db.records(recording.fingerprint) if _keeps_results(r)]
     if len(costs) < MIN_CONFIGS:
         return None
+    field = db.field(recording.fingerprint, decision.chosen.key)
+    if len(field.finished) >= RETIRE_AFTER:
+        return max(0.0, math.log(field.median))
     return max(0.0, -math.log(min(costs)))
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def find_recording(db: TuningDatabase, name: str) -> Recording:
     """The recording `name` picks: its recorded name (module.function), or a fingerprint prefix."""
     recordings = db.recordings()
-    matches = [r for r in recordings if r.name == name] or [r for r in recordings if r.program.startswith(name)]
+    matches = [r for r in recordings if r.name == name] or [r for r in recordings if r.fingerprint.startswith(name)]
     if len(matches) != 1:
         what = "no recorded program" if not matches else f"{len(matches)} recorded programs"
         raise HlotuneError(f"{db.location}: {what} named {name!r} or with a fingerprint starting so "
@@ -37,21 +37,21 @@ def find_recording(db: TuningDatabase, name: str) -> Recording:
 
 def recorded_spec(db: TuningDatabase, recording: Recording) -> str:
     """The `export:PATH` spec of the recorded program, its file written if needed."""
-    exported = db.exported(recording.program)
+    exported = db.exported(recording.fingerprint)
     if exported is None:
         raise HlotuneError(f"{recording.name}: tunable only in the process that runs it ({recording.reason})")
-    path = local_folder(db.location) / "programs" / f"recorded-{recording.program[:16]}.npz"
+    path = local_folder(db.location) / "programs" / f"recorded-{recording.fingerprint[:16]}.npz"
     if not Path(path).is_file():
         write_bytes_atomic(path, exported)
     return f"{EXPORT_PREFIX}{path}"
 
 
-def tune_recorded(location: str, recording: Recording, options: TuneOptions, *, runner: str | Runner = DEFAULT_RUNNER,
+def tune_recorded(db: str, recording: Recording, options: TuneOptions, *, runner: str | Runner = DEFAULT_RUNNER,
                   progress: bool = False) -> TuneResult:
-    """Tune the recorded program from the database alone; the tune logs what it cost and times
-    a kept config beside jax.jit (tuning/tuner.py)."""
+    """Tune the recorded program from the database `db` alone; the tune logs what it cost and
+    times a kept config beside jax.jit (tuning/tuner.py)."""
     from hlotune.tuning.tuner import tune
 
-    with TuningDatabase(location) as db:
-        spec = recorded_spec(db, recording)
-    return tune(spec, options=options, db_path=location, runner=runner, progress=progress)
+    with TuningDatabase(db) as database:
+        spec = recorded_spec(database, recording)
+    return tune(spec, options=options, db=db, runner=runner, progress=progress)

@@ -102,12 +102,12 @@ def fleet_savings(db: TuningDatabase) -> FleetSavings:
 
 
 def _saving(db: TuningDatabase, recording: Recording) -> ProgramSaving:
-    state = db.state(recording.program)
+    state = db.state(recording.fingerprint)
     reported = None if state.decision is None else state.decision.speedup
     verified = None if state.verification is None else state.verification.speedup
     share, source = _saved_share(state)
-    return ProgramSaving(recording.name, recording.program, recording.seconds, recording.window_s, reported,
-                         verified, share, source, db.tuning_seconds(recording.program))
+    return ProgramSaving(recording.name, recording.fingerprint, recording.seconds, recording.window_s, reported,
+                         verified, share, source, db.tuning_seconds(recording.fingerprint))
 
 
 def _saved_share(state: DecisionState) -> tuple[float, str]:

@@ -39,11 +39,11 @@ def fleet_status(db: TuningDatabase) -> list[ProgramStatus]:
 
 
 def _status(db: TuningDatabase, recording: Recording, total: float) -> ProgramStatus:
-    state = db.state(recording.program)
+    state = db.state(recording.fingerprint)
     decision = UNEXPORTABLE if state.state == NOT_TUNED and not recording.tunable else state.state
     speedup = state.decision.speedup if state.state in (APPLIED, ON_TRIAL) else None
     speedups = state.field.speedups
-    return ProgramStatus(recording.name, recording.program, recording.shapes, recording.calls,
+    return ProgramStatus(recording.name, recording.fingerprint, recording.shapes, recording.calls,
                          recording.seconds, recording.seconds / total if total else 0.0, decision,
                          speedup, recording.reason, len(state.field.trials), state.field.kept,
                          state.field.median, (speedups[0], speedups[-1]) if speedups else None)

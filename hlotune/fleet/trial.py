@@ -19,7 +19,7 @@ decision is KEPT once the wins are more than a fair coin gives with probability 
 MIN_REJECT_PAIRS pairs on, it is REJECTED once the pairs that are not wins pass the looser
 ALPHA_REJECT (slower, or no gain worth having). At the trial's bound, MAX_PAIRS pairs or
 MAX_SLOWER_S seconds run at either executable, it is TIED: the process keeps jax.jit's
-executable, unless the field's pairs with its own show the decision faster (jit.py). The cost,
+executable, unless the field's pairs with its own show the decision faster (jitted.py). The cost,
 the calls run at the slower executable, is thus small where the difference is large, and the
 difference small where the trial runs long. The speedup a trial reports is the median of its
 pairs' ratios.

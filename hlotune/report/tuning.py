@@ -226,8 +226,8 @@ def _chosen(page: Page, db: TuningDatabase, fingerprint: str, decision: Decision
         f"# hlotune db export {short} --format json{where} > tuned.json\n"
         "import json, hlotune\n"
         "from hlotune.compiler.config import CompileConfig\n"
-        "from hlotune.tuning.compiled import compile_config\n"
+        "from hlotune.tuning.compiled import compile_program\n"
         'tuned = json.load(open("tuned.json"))\n'
-        'fast = compile_config(hlotune.load_program(tuned["program"]), '
+        'fast = compile_program(hlotune.load_program(tuned["program"]), '
         'CompileConfig.from_dict(tuned["config"]))'
     )

@@ -144,7 +144,7 @@ class Autotuned:
         if decision is not None:
             return _compiled(program.user, keyed, Choice(decision.chosen, DATABASE, fingerprint))
         if self._tune_on_first_call:
-            result = tune(program, options=self._options, db_path=self._db, progress=self._progress)
+            result = tune(program, options=self._options, db=self._db, progress=self._progress)
             return _compiled(program.user, keyed, Choice(result.best_config, TUNED, fingerprint))
         return Entry(Choice(DEFAULT_CONFIG, JIT, fingerprint), _plain(call))
 
@@ -180,9 +180,9 @@ def _compiled(program: Program, keyed: KeyedFunction, choice: Choice, donate_arg
     """The program as the tuner measured it, the default config too (kept where no candidate
     beat it): a Compiled, which the next calls reach with no Python lookup, unless keys cross;
     the arguments at `donate_argnums` (of the traced ones) donated."""
-    from hlotune.tuning.compiled import compile_config
+    from hlotune.tuning.compiled import compile_program
 
-    return Entry(choice, keyed.caller(compile_config(program, choice.config, donate_argnums)))
+    return Entry(choice, keyed.caller(compile_program(program, choice.config, donate_argnums)))
 
 
 def autotune(

@@ -47,68 +47,76 @@ def add_commands(subparsers) -> None:
     tune.add_argument("program", metavar="PROGRAM", help="zoo:, corpus: or go:NAME[@VARIANT], "
                       "path/to/file.py:FACTORY, export:PATH, or a program hlotune.jit recorded "
                       "(its name or fingerprint prefix, as hlotune fleet status lists them)")
-    tune.add_argument("--space", choices=tuple(SPACES), default=DEFAULTS["space"],
-                      help="what to search (default %(default)s); all searches flags x layouts, then "
-                      "spends an eighth of the budget each on the tile and the fusion space of "
-                      "the best config so far (docs/tuning.md)")
     tune.add_argument("--budget", type=int, default=DEFAULTS["budget"], metavar="N",
                       help="configs to evaluate, the default included (default %(default)s)")
     tune.add_argument("--time", type=float, metavar="T",
                       help="stop searching after T seconds from the start (loading, ranking and "
                       "compiling count), or --budget configs, whichever comes first")
-    tune.add_argument("--strategy", choices=tuple(STRATEGIES), default=DEFAULTS["strategy"],
-                      help="the search (default %(default)s): evolutionary (bred candidates ranked "
-                      "by --model, in the flags space from the shipped portfolio), bandit (it, TPE "
-                      "and random sharing each batch; needs the optuna extra), random, exhaustive, "
-                      "optuna (TPE) or optuna-gp (docs/tuning.md)")
-    tune.add_argument("--model", metavar="M", default=DEFAULTS["model"], help=_model_help())
-    tune.add_argument("--per-kernel", type=int, default=DEFAULTS["per_kernel"], metavar="K",
-                      help="tile space: measure K partitions of each kernel, the model's favourites "
-                      "(default %(default)s; 5: every one)")
-    tune.add_argument("--no-kernel-stages", dest="kernel_stages", action="store_false",
-                      help="all space: search flags x layouts alone, not then the best config's "
-                      "kernels and fusions")
-    tune.add_argument("--fine-tune-every", type=int, metavar="N",
-                      help="fine-tune the model on this program's measurements every N configs")
-    tune.add_argument("--batch", type=int, default=DEFAULTS["batch"], metavar="B",
-                      help="configs measured together (default %(default)s)")
     tune.add_argument("--db", metavar="DB", help=DB_HELP)
     tune.add_argument("--seed", type=int, default=DEFAULTS["seed"])
     tune.add_argument("--runner", default=runners.DEFAULT_RUNNER, metavar="R",
                       help=choices_help("where batches are measured:", runners.described(),
                                         runners.DEFAULT_RUNNER))
-    tune.add_argument("--no-online", dest="online", action="store_false",
-                      help="rank by the prior model alone, without learning this program's "
-                      "measurements after every batch")
-    tune.add_argument("--optimism", type=float, default=DEFAULTS["optimism"], metavar="B",
-                      help="rank the online model's candidates by predicted cost less B posterior "
-                      "standard deviations, so choices never measured get tried (LinUCB; default "
-                      "%(default)s)")
-    tune.add_argument("--first-generation", choices=FIRST_GENERATIONS,
-                      help="the search's first configs: its own random draws (default, except the "
-                      "evolutionary search in flags, which asks the portfolio), a covering "
-                      "design that tries every option value once (evolutionary), or the shipped portfolio "
-                      "of configs that won on other programs (evolutionary, optuna)")
-    tune.add_argument("--immigrants", type=float, default=DEFAULTS["immigrants"], metavar="S",
-                      help="the evolutionary search: draw a share S of each batch after the first "
-                      "from the whole space, beside the children of the best (default %(default)s)")
-    tune.add_argument("--warm-start", type=int, default=DEFAULTS["warm_start"], metavar="N",
-                      help="first try the flags of up to N configs that won on other programs "
-                      "here (default %(default)s; 0: none)")
-    tune.add_argument("--allow-numerics-change", action="store_true",
-                      help="also search options that change results by design (fast math, fast "
-                      "min/max); without it only numerics-preserving options are searched")
-    tune.add_argument("--noise-target", type=float, metavar="F",
-                      help="measure each config until its median is known within F (95%% "
-                      "confidence interval, relative), up to 100 rounds a batch")
-    tune.add_argument("--rtol", type=float, metavar="R",
-                      help="how far float outputs may differ from the default's, relative "
-                      "(default: per dtype, docs/compiler.md)")
+    add_search_arguments(tune)
     tune.add_argument("--json", action="store_true", help="print the result as one JSON object")
     add_quiet(tune)
     tune.set_defaults(run=run_tune, tune_recorded=None)
 
     add_db_commands(subparsers)
+
+
+def add_search_arguments(parser: argparse.ArgumentParser) -> None:
+    """The search's flags, which `hlotune tune` and `hlotune fleet tune` share (search_options)."""
+    parser.add_argument("--space", choices=tuple(SPACES), default=DEFAULTS["space"],
+                        help="what to search (default %(default)s); all searches flags x layouts, then "
+                        "spends an eighth of the budget each on the tile and the fusion space of "
+                        "the best config so far (docs/tuning.md)")
+    parser.add_argument("--strategy", choices=tuple(STRATEGIES), default=DEFAULTS["strategy"],
+                        help="the search (default %(default)s): evolutionary (bred candidates ranked "
+                        "by --model, in the flags space from the shipped portfolio), bandit (it, TPE "
+                        "and random sharing each batch; needs the optuna extra), random, exhaustive, "
+                        "optuna (TPE) or optuna-gp (docs/tuning.md)")
+    parser.add_argument("--model", metavar="M", default=DEFAULTS["model"], help=_model_help())
+    parser.add_argument("--per-kernel", type=int, default=DEFAULTS["per_kernel"], metavar="K",
+                        help="tile space: measure K partitions of each kernel, the model's favourites "
+                        "(default %(default)s; 5: every one)")
+    parser.add_argument("--no-kernel-stages", dest="kernel_stages", action="store_false",
+                        help="all space: search flags x layouts alone, not then the best config's "
+                        "kernels and fusions")
+    parser.add_argument("--fine-tune-every", type=int, metavar="N",
+                        help="fine-tune the model on this program's measurements every N configs")
+    parser.add_argument("--batch", type=int, default=DEFAULTS["batch"], metavar="B",
+                        help="configs measured together (default %(default)s)")
+    parser.add_argument("--no-online", dest="online", action="store_false",
+                        help="rank by the prior model alone, without learning this program's "
+                        "measurements after every batch")
+    parser.add_argument("--optimism", type=float, default=DEFAULTS["optimism"], metavar="B",
+                        help="rank the online model's candidates by predicted cost less B posterior "
+                        "standard deviations, so choices never measured get tried (LinUCB; default "
+                        "%(default)s)")
+    parser.add_argument("--first-generation", choices=FIRST_GENERATIONS,
+                        help="the search's first configs: its own random draws (default, except the "
+                        "evolutionary search in flags, which asks the portfolio), a covering "
+                        "design that tries every option value once (evolutionary), or the shipped portfolio "
+                        "of configs that won on other programs (evolutionary, optuna)")
+    parser.add_argument("--immigrants", type=float, default=DEFAULTS["immigrants"], metavar="S",
+                        help="the evolutionary search: draw a share S of each batch after the first "
+                        "from the whole space, beside the children of the best (default %(default)s)")
+    parser.add_argument("--warm-start", type=int, default=DEFAULTS["warm_start"], metavar="N",
+                        help="first try the flags of up to N configs that won on other programs "
+                        "here (default %(default)s; 0: none)")
+    parser.add_argument("--no-fleet-portfolio", dest="fleet_portfolio", action="store_false",
+                        help="warm-start from the newest winners, not in the order that kept most of "
+                        "their gain on this database's programs (the fleet portfolio)")
+    parser.add_argument("--allow-numerics-change", action="store_true",
+                        help="also search options that change results by design (fast math, fast "
+                        "min/max); without it only numerics-preserving options are searched")
+    parser.add_argument("--noise-target", type=float, metavar="F",
+                        help="measure each config until its median is known within F (95%% "
+                        "confidence interval, relative), up to 100 rounds a batch")
+    parser.add_argument("--rtol", type=float, metavar="R",
+                        help="how far float outputs may differ from the default's, relative "
+                        "(default: per dtype, docs/compiler.md)")
 
 
 def _model_help() -> str:
@@ -128,7 +136,7 @@ def run_tune(args: argparse.Namespace) -> int:
 
     options = _tune_options(args)
     if is_program_spec(args.program) or args.tune_recorded is None:
-        result = tune(args.program, options=options, db_path=args.db, runner=args.runner, progress=not args.quiet)
+        result = tune(args.program, options=options, db=args.db, runner=args.runner, progress=not args.quiet)
         name = result.program
     else:  # a program hlotune.jit recorded: fleet/commands.py hands this parser its handler
         name, result = args.tune_recorded(args.program, args.db, options, args.runner, not args.quiet)
@@ -180,15 +188,17 @@ def run_tune(args: argparse.Namespace) -> int:
 
 def _tune_options(args: argparse.Namespace) -> TuneOptions:
     """The search `hlotune tune`'s flags ask for, as a TuneOptions."""
+    return search_options(args, budget=args.budget, time_s=args.time)
+
+
+def search_options(args: argparse.Namespace, **fields) -> TuneOptions:
+    """The TuneOptions add_search_arguments' flags ask for, with `fields` (budget, time_s)."""
     from hlotune.compiler.measure import MeasureSettings
 
     return TuneOptions(
-        space=args.space, budget=args.budget, time_s=args.time, strategy=args.strategy,
-        model=args.model, fine_tune_every=args.fine_tune_every,
+        space=args.space, strategy=args.strategy, model=args.model, fine_tune_every=args.fine_tune_every,
         online=args.online, optimism=args.optimism, first_generation=args.first_generation,
-        immigrants=args.immigrants,
-        warm_start=args.warm_start, batch=args.batch, seed=args.seed,
-        per_kernel=args.per_kernel, kernel_stages=args.kernel_stages,
+        immigrants=args.immigrants, warm_start=args.warm_start, fleet_portfolio=args.fleet_portfolio,
+        batch=args.batch, seed=args.seed, per_kernel=args.per_kernel, kernel_stages=args.kernel_stages,
         allow_numerics_change=args.allow_numerics_change,
-        settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target),
-    )
+        settings=MeasureSettings(rtol=args.rtol, noise_target=args.noise_target), **fields)

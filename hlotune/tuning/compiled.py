@@ -3,7 +3,7 @@
 Flags and per-kernel options are applied by `compiler.hook.compile_config`; layouts need the
 program rebuilt with its layout constraints (LayoutSpace.build_like_program), which takes and
 returns the program's own pytrees. What the user calls costs what the raw executable does:
-where no argument changes layout `compile_config` gives jax's Compiled object itself (C++
+where no argument changes layout `compile_program` gives jax's Compiled object itself (C++
 dispatch, nothing added per call); where some do, a wrapper puts only those arguments into their
 layout, unless they are in it already (a previous call's `device_put`). `compiled(fn, *args,
 config=...)` applies an exported config (`hlotune db export --format json`) to the user's own
@@ -23,10 +23,11 @@ from hlotune.compiler.config import CompileConfig, load_config
 from hlotune.compiler.hook import compile_config as compile_lowered
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
+from hlotune.lazy import renamed_attributes
 from hlotune.programs import Program
 
 
-def compile_config(program: Program, config: CompileConfig, donate_argnums: tuple[int, ...] = ()) -> Callable:
+def compile_program(program: Program, config: CompileConfig, donate_argnums: tuple[int, ...] = ()) -> Callable:
     """`program.fn` compiled with `config` for arguments shaped like `program.args`, donating
     those at `donate_argnums`."""
     import jax
@@ -75,5 +76,8 @@ def compiled(fn: Callable, *args, config: CompileConfig | dict | str | Path | No
         raise HlotuneError("hlotune.compiled needs config=, the config to compile with")
     call = jit_function(fn, static_argnums, static_argnames).bind(args, arguments)
     keyed = call.keyed()
-    executable = compile_config(Program(keyed.__name__, keyed, call.data), load_config(config))
+    executable = compile_program(Program(keyed.__name__, keyed, call.data), load_config(config))
     return call.caller(keyed.caller(executable))
+
+
+__getattr__ = renamed_attributes(__name__, {"compile_config": "compile_program"})  # hook's has the name

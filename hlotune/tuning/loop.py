@@ -178,8 +178,11 @@ class Tuner:
         return decision
 
     def _finalists(self) -> list[CompileConfig]:
-        """The `finalists` fastest configs of the search that beat the default there."""
-        faster = sorted((t for t in self.trials if t.cost < 1.0), key=lambda t: t.cost)
+        """The `finalists` fastest configs of the search that beat the default there, but those
+        the field retired (a retired decision's program tuned again keeps another)."""
+        retired = self.database.retired(self.fingerprint)
+        faster = sorted((t for t in self.trials if t.cost < 1.0 and t.config.key not in retired),
+                        key=lambda t: t.cost)
         return [trial.config for trial in faster[: self.finalists]]
 
     def _finalist(self, config: CompileConfig) -> Finalist:

@@ -76,6 +76,9 @@ class TuneOptions:
     # whole space, beside the children of the best (strategies.Evolutionary)
     immigrants: float = 0.0
     warm_start: int = 4  # first try the flags of up to N configs that won on other programs
+    # those winners in the order that kept most of their gain on their programs (the fleet's
+    # portfolio: fleet_portfolio.py); False: the newest first
+    fleet_portfolio: bool = True
     batch: int = 8  # configs measured together
     # tile, ranked: candidates measured per kernel, the model's favourites (`tile_model`; 5: all)
     per_kernel: int = 2

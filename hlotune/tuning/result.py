@@ -55,7 +55,7 @@ class TuneResult:
 
     def compiled(self) -> Callable:
         """The program compiled here with the best config, callable like the original function."""
-        from hlotune.tuning.compiled import compile_config
+        from hlotune.tuning.compiled import compile_program
 
-        executable = compile_config(self._program or load_program(self.program), self.best_config)
+        executable = compile_program(self._program or load_program(self.program), self.best_config)
         return executable if self._caller is None else self._caller(executable)

@@ -15,6 +15,7 @@ and compiling all spend it.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -47,12 +48,13 @@ def tune(
     program: str | Callable | FunctionProgram,
     *args,
     options: TuneOptions | None = None,
-    db_path: str | Path | None = None,
+    db: str | Path | None = None,
     runner: str | Runner = DEFAULT_RUNNER,
     callbacks: Sequence[Callback] = (),
     progress: bool = True,
     static_argnums: int | Sequence[int] | None = None,
     static_argnames: str | Sequence[str] | None = None,
+    db_path: str | Path | None = None,
     **keywords: Any,
 ) -> TuneResult:
     """Tune the program spec `program` (zoo:NAME[@VARIANT], file.py:FACTORY, export:PATH), or
@@ -76,16 +78,19 @@ def tune(
     layouts. One jax.export cannot serialize (host callbacks) is measured in this process,
     with a warning (runners/in_process.py); @autotune passes its FunctionProgram as `program`.
     `result.compiled()` takes and returns what the function does, for the same static
-    values. `runner` ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read
-    and written under its machine's hardware fingerprint (runners/). `callbacks` see every
-    batch.
+    values. `db` is the tuning database (a file or a postgresql:// URL; default $HLOTUNE_DB or
+    ~/.cache/hlotune/tuning.sqlite; `db_path`, its old name, for one release). `runner`
+    ("local", "ray", "ray:ADDRESS" or a Runner) measures; the database is read and written
+    under its machine's hardware fingerprint (runners/). `callbacks` see every batch.
     """
     started = time.monotonic()
     function = None if isinstance(program, (str, FunctionProgram)) else program
     chosen, arguments = split_keywords(keywords, tune, OPTION_NAMES, function)
     options = replace(options or TuneOptions(), **chosen)
-    db_path = db_path or default_db_location()
-    folder = local_folder(db_path)  # exported programs
+    if db_path is not None:
+        warnings.warn("hlotune.tune(db_path=...) is deprecated: use db=...", DeprecationWarning, stacklevel=2)
+    location = db or db_path or default_db_location()
+    folder = local_folder(location)  # exported programs
     folder.mkdir(parents=True, exist_ok=True)
     caller, target = None, program if isinstance(program, FunctionProgram) else None
     if function is not None:
@@ -100,13 +105,14 @@ def tune(
     with runner_for(target, runner) as measurer:  # first: a runner that cannot start fails before any work
         loaded = load_program(program) if target is None else target.measured
         offer(loaded)  # its workers need not run its init again
-        build = Build(options, loaded, program, program_fingerprint(loaded), db_path, started, progress)
+        build = Build(options, loaded, program, program_fingerprint(loaded), location, started, progress)
         recipe = SPACES[options.space](build)
         space, prior = recipe.space(), recipe.prior()
         cost_model = OnlineCostModel(prior, optimism=options.optimism) if options.learns_online else prior
         search = recipe.search(space, cost_model)
-        with TuningDatabase(db_path, machine=measurer.machine) as db:
-            tuner = Tuner(loaded, space, recipe.wrapped(search, space, db), measurer, db, cost_model=cost_model,
+        with TuningDatabase(location, machine=measurer.machine) as database:
+            tuner = Tuner(loaded, space, recipe.wrapped(search, space, database), measurer, database,
+                          cost_model=cost_model,
                           callbacks=[*_callbacks(options, prior, progress), *callbacks],
                           settings=options.settings, fingerprint=build.fingerprint)
             try:
@@ -116,7 +122,7 @@ def tune(
                     prior.close()
     result = tuner.result(decision, seconds=time.monotonic() - started)
     screened, screen_s = (build.screen.compiled, build.screen.compile_s) if build.screen else (0, 0.0)
-    verified = _conclude(db_path, options, result, loaded if target is None else target.user, measurer.machine)
+    verified = _conclude(location, options, result, loaded if target is None else target.user, measurer.machine)
     return replace(result, screened=screened, screen_s=screen_s, verified_speedup=verified, _caller=caller,
                    _program=result._program if target is None else target.user)
 
@@ -135,7 +141,7 @@ def _conclude(location: str | Path, options: TuneOptions, result: TuneResult, pr
     with TuningDatabase(location, machine=machine) as db:
         db.record_tune(result.fingerprint, options.budget or 0, result.measurements, result.seconds)
         if verification is not None:
-            db.verify(result.fingerprint, verification)
+            db.record_verification(result.fingerprint, verification)
     return None if verification is None else verification.speedup
 
 

@@ -28,9 +28,9 @@ def time_config(program: Program, config: CompileConfig, rounds: int = ROUNDS) -
     import jax
 
     from hlotune.compiler.call_timing import interleaved_call_times
-    from hlotune.tuning.compiled import compile_config
+    from hlotune.tuning.compiled import compile_program
 
-    tuned, plain = compile_config(program, config), jax.jit(program.fn)
+    tuned, plain = compile_program(program, config), jax.jit(program.fn)
     times = interleaved_call_times({"jit": lambda: plain(*program.args), "tuned": lambda: tuned(*program.args)},
                                    rounds=rounds, block_s=BLOCK_S)
     return Verification(config.key, float(np.median(times["jit"]) * 1e9), float(np.median(times["tuned"]) * 1e9),

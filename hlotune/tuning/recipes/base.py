@@ -15,6 +15,7 @@ from hlotune.errors import HlotuneError
 from hlotune.evaluation.registry import model_kind
 from hlotune.evaluation.scorers import Scorer
 from hlotune.kernels.program_model import load_kernel_program_model
+from hlotune.tuning.fleet_portfolio import fleet_portfolio
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.kernel_screen import KernelScreen
 from hlotune.tuning.models.registry import PRIORS
@@ -68,9 +69,16 @@ class Recipe:
         if self.options.kind is None:
             return search
         if self.options.warm_start and self.warm_starts:
-            winners = database.winners(self.build.fingerprint)[:self.options.warm_start]
-            search = _warm_started(search, space, winners)
+            search = _warm_started(search, space, self._winners(database))
         return self.staged(search)
+
+    def _winners(self, database: Database) -> list[CompileConfig]:
+        """Up to `warm_start` winners of other programs: the fleet portfolio's order
+        (fleet_portfolio.py), or newest first."""
+        size, fingerprint = self.options.warm_start, self.build.fingerprint
+        if self.options.fleet_portfolio:
+            return fleet_portfolio(database, fingerprint, size)
+        return database.winners(fingerprint)[:size]
 
     def staged(self, search: Strategy) -> Strategy:
         """`search` and the stages after it: none here (the all space's kernel stages)."""

@@ -135,10 +135,22 @@ class Database(ABC):
     def release(self, fingerprint: str, keys: list[str]) -> None:
         """Give up claims this tuner holds (a database without claims has none)."""
 
-    def winners(self, fingerprint: str) -> list[CompileConfig]:
-        """Configs that tunes of other programs chose here, newest first (XTAT's transfer);
+    def retired(self, fingerprint: str) -> set[str]:
+        """Keys of the program's configs that the field's trials retired (none, for a database
+        that keeps no trials)."""
+        return set()
+
+    def decided_elsewhere(self, fingerprint: str) -> list[tuple[str, CompileConfig]]:
+        """The other programs' decisions here as (fingerprint, chosen config), newest first;
         none for a database that keeps no decisions."""
         return []
+
+    def winners(self, fingerprint: str) -> list[CompileConfig]:
+        """Configs that tunes of other programs chose here, newest first (XTAT's transfer)."""
+        chosen: dict[str, CompileConfig] = {}
+        for _, config in self.decided_elsewhere(fingerprint):
+            chosen.setdefault(config.key, config)
+        return [config for config in chosen.values() if not config.is_default]
 
     def close(self) -> None:
         """Let go of the connection (nothing to do for a database that holds none)."""

@@ -161,6 +161,13 @@ class Field:
             (fingerprint, *self._scope, config_key, excluding)).fetchall()
         return FieldStats(tuple(TrialOutcome(c, p, w, x, _nan(j), _nan(t), *rest) for c, p, w, x, j, t, *rest in rows))
 
+    def retired(self, fingerprint: str) -> set[str]:
+        """The keys of the program's configs that the field retired here: a tune that runs again
+        does not keep them."""
+        rows = self._sql.execute(f"SELECT DISTINCT config FROM trials WHERE {_KEY}",
+                                 (fingerprint, *self._scope)).fetchall()
+        return {key for (key,) in rows if self.field(fingerprint, key).retired}
+
     def state(self, fingerprint: str, *, allow_numerics_change: bool = False) -> DecisionState:
         """The one rule (module docstring) for the program's latest decision here."""
         from hlotune.tuning.storage.fleet_log import VERIFIED_FLOOR

@@ -5,6 +5,7 @@ batch that chose it (its report, final_check.py, can still carry luck)."""
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 from hlotune.tuning.storage.connection import Connection
@@ -56,6 +57,13 @@ class FleetLog:
         return float(row[0])
 
     def verify(self, fingerprint: str, verification: Verification) -> None:
+        """The old name of record_verification, for one release."""
+        warnings.warn("TuningDatabase.verify is deprecated: use TuningDatabase.record_verification",
+                      DeprecationWarning, stacklevel=2)
+        self.record_verification(fingerprint, verification)
+
+    def record_verification(self, fingerprint: str, verification: Verification) -> None:
+        """A kept config timed beside jax.jit (tuning/verification.py)."""
         with self._sql.writing():
             self._sql.execute(
                 f"INSERT INTO verifications VALUES ({', '.join('?' * 9)})",

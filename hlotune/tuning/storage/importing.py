@@ -49,7 +49,7 @@ class Importing:
     def program_named(self, name: str) -> str:
         """The fingerprint of the program recorded under `name` here, or that a fingerprint
         prefix picks."""
-        named = {r.program for r in self.recordings() if r.name == name}
+        named = {r.fingerprint for r in self.recordings() if r.name == name}
         if len(named) == 1:
             return named.pop()
         return self.resolve(name)

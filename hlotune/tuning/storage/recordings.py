@@ -10,6 +10,7 @@ of calls x the mean sampled call, and several processes record into one database
 
 from __future__ import annotations
 
+import warnings
 import time
 import zlib
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from hlotune.tuning.storage.connection import Connection
 class Recording:
     """A recorded program and its calls over every process, on this machine and compiler."""
 
-    program: str  # fingerprint
+    fingerprint: str
     name: str  # module.qualname of the function jitted
     shapes: str  # its flat arguments' dtypes and shapes, e.g. "f32[8,128] i32[]"
     tunable: bool  # exported, so any process can tune it
@@ -30,6 +31,12 @@ class Recording:
     calls: int
     seconds: float  # calls x the mean sampled call, summed over processes
     window_s: float = 0.0  # from the first process's first call to the last count written
+
+    @property
+    def program(self) -> str:
+        """The old name of `fingerprint`, for one release."""
+        warnings.warn("Recording.program is deprecated: use Recording.fingerprint", DeprecationWarning, stacklevel=2)
+        return self.fingerprint
 
     @property
     def seconds_per_day(self) -> float:

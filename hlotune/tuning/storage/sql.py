@@ -176,12 +176,11 @@ class TuningDatabase(CompileCache, Exporting, Importing, Recordings, FleetLog, F
                 return None if decision.kept_default else decision
         return None
 
-    def winners(self, fingerprint: str) -> list[CompileConfig]:
+    def decided_elsewhere(self, fingerprint: str) -> list[tuple[str, CompileConfig]]:
         rows = self._sql.execute(
-            f"SELECT chosen FROM decisions WHERE program != ? AND {_KEY} ORDER BY {self._sql.order} DESC",
+            f"SELECT program, chosen FROM decisions WHERE program != ? AND {_KEY} ORDER BY {self._sql.order} DESC",
             (fingerprint, *self._scope)).fetchall()
-        chosen = [_config(key) for key in dict.fromkeys(key for (key,) in rows)]
-        return [config for config in chosen if not config.is_default]
+        return [(program, _config(chosen)) for program, chosen in rows]
 
     def _decisions(self, fingerprint: str, candidate_key: str | None = None) -> Iterator[Decision]:
         """The program's decisions here, newest first."""
@@ -216,7 +215,7 @@ class TuningDatabase(CompileCache, Exporting, Importing, Recordings, FleetLog, F
     def resolve(self, prefix: str) -> str:
         """The full fingerprint that starts with `prefix` (unique among this machine's programs,
         measured or recorded)."""
-        known = [entry.fingerprint for entry in self.programs()] + [r.program for r in self.recordings()]
+        known = [entry.fingerprint for entry in self.programs()] + [r.fingerprint for r in self.recordings()]
         matches = [fingerprint for fingerprint in dict.fromkeys(known) if fingerprint.startswith(prefix)]
         if len(matches) != 1:
             what = "no program" if not matches else f"{len(matches)} programs"

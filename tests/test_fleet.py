@@ -96,17 +96,19 @@ def test_an_allocation_stops_where_the_budget_is_spent():
     assert spent == ["a", "b"]
 
 
-def test_saving_tunes_where_a_tuning_second_saves_most_and_stops_where_a_probe_finds_nothing(tmp_path):
-    """A known answer: `heavy` holds the most time but its configs cost 80 ms calls and it gains
-    nothing; `cheap` (5 ms calls) gains 2x; `small` gains 1.5x on a sixth of cheap's time. Per
-    tuning second, cheap's probe comes first, then heavy's probe, which finds nothing and gives
-    its budget back; then cheap is tuned on to FULL, and small last."""
+def test_saving_tunes_where_a_tuning_second_saves_most_and_shrinks_what_a_probe_that_finds_nothing_expects(tmp_path):
+    """A known answer: `heavy` holds the most time, but its configs cost 8 s (80 ms calls) and it
+    gains nothing; `cheap` (5 ms calls) gains 2x; `small` gains 1.5x on a sixth of cheap's time.
+    Per tuning second cheap's probe comes first, then heavy's, which finds nothing: its expected
+    gain halves, so cheap is tuned on to FULL before heavy is probed again, and each probe of
+    heavy that finds nothing sends the next configs elsewhere while anything promises more."""
     from hlotune.fleet.allocation import FULL, STOP_BELOW, flat_saving
 
     programs = [Recording(name * 8, name, "", True, "", 0.0, calls, seconds, 86400.0)
                 for name, calls, seconds in (("heavy", 12500, 1000.0), ("cheap", 120000, 600.0),
                                              ("small", 20000, 100.0))]
     found = {"heavy": 1.0, "cheap": 2.0, "small": 1.5}
+    config_s = {"heavy": 8.0, "cheap": 1.5, "small": 1.5}
 
     class Spend:
         location = str(tmp_path / "fleet.sqlite")
@@ -114,12 +116,17 @@ def test_saving_tunes_where_a_tuning_second_saves_most_and_stops_where_a_probe_f
 
         def __call__(self, program, budget):
             self.spent.append((program.name, budget))
-            return Outcome(program, budget, budget, 2.0 * budget, found[program.name], found[program.name])
+            done = self.spent.count((program.name, budget)) == 1 and budget - max(
+                [b for n, b in self.spent[:-1] if n == program.name], default=0)
+            return Outcome(program, budget, done, config_s[program.name] * done, found[program.name],
+                           found[program.name])
 
     spend = Spend()
     flat_saving(programs, spend)
-    assert spend.spent == [("cheap", PROBE), ("heavy", PROBE), ("cheap", FULL), ("small", PROBE), ("small", FULL)]
-    found["small"] = STOP_BELOW - 0.005  # a probe that found less than STOP_BELOW: stopped there
+    assert spend.spent[:7] == [("cheap", PROBE), ("heavy", PROBE), ("cheap", FULL), ("heavy", 2 * PROBE),
+                               ("small", PROBE), ("heavy", 3 * PROBE), ("small", FULL)]
+    assert spend.spent[7:] == [("heavy", b) for b in (4 * PROBE, 5 * PROBE, FULL)]  # nothing else is left
+    found["small"] = STOP_BELOW - 0.005  # a probe that found less than STOP_BELOW: probed on, never tuned on
     spend.spent.clear()
     flat_saving(programs, spend)
-    assert ("small", FULL) not in spend.spent and ("small", PROBE) in spend.spent
+    assert ("small", FULL) in spend.spent and spend.spent.index(("small", 2 * PROBE)) > spend.spent.index(("cheap", FULL))

@@ -23,10 +23,11 @@ at a larger budget continues its search.
   would save), and those predicted below MIN_GAIN not at all; halving's later rungs follow.
 - `saving`: the next configs go where the expected saving a day per tuning second is highest
   (prospects.py): a program's time a day x what its expected speedup would save, over what its
-  configs cost. A program is first probed at PROBE configs; a probe whose tune kept nothing
-  STOP_BELOW faster gives the rest of the program's budget back (the early stop); one that
-  found a gain is weighed again by what the probe found and its measured cost a config, and
-  may be tuned on to FULL. The expected speedup before a probe is the gain model's, refitted
+  configs cost. A program is probed PROBE configs at a time; a probe whose tune kept nothing
+  STOP_BELOW faster halves the program's expected log gain (NULL_SHRINK: the early stop), so
+  its budget goes to the others unless it still promises more per second than they do; a
+  probe that kept a gain has the program weighed again by what it found and its measured cost
+  a config, and it may be tuned on to FULL. The expected speedup before a probe is the gain model's, refitted
   after each full tune on this database's own tunes; `saving-flat` is the same order with one
   flat prior (FLAT_GAIN) for every program, so that it follows time a day over cost alone.
 """
@@ -79,15 +80,21 @@ def by_time(programs: list[Recording], spend: Spender) -> None:
         spend(program, FULL)
 
 
-STOP_BELOW = MIN_GAIN  # a probe that kept less than this speedup ends its program's tuning
+STOP_BELOW = MIN_GAIN  # a probe that kept less than this speedup found nothing
+# After a probe that found nothing, the program's expected log gain is cut to this share: on the
+# fleet benchmark a hard stop after one probe missed rk4_lorenz96's 2.2x (its probe of 6 found
+# 1.03x, 12 configs found 2.0x), a third of draw 3's saving.
+NULL_SHRINK = 0.5
 
 Speedups = Callable[[str, "list[Recording]"], "dict[str, float]"]  # expected speedups by fingerprint
 
 
 def by_saving(programs: list[Recording], spend: Spender, speedups: Speedups, *, refit: bool = False) -> None:
     """Probe, or tune on, whichever program promises the most saving a day per tuning second
-    next, until each is tuned to FULL or stopped early; `speedups` gives the expected speedups
-    before a probe, asked again after each full tune where `refit`."""
+    next: probes of PROBE configs until one keeps a gain (each that finds none cuts the
+    program's expectation by NULL_SHRINK, so the budget goes elsewhere unless it still
+    promises more there), then on to FULL. `speedups` gives the expected speedups before any
+    probe, asked again after each full tune where `refit`."""
     from hlotune.fleet.prospects import Prospect, config_costs
     from hlotune.tuning.storage import TuningDatabase
 
@@ -96,17 +103,16 @@ def by_saving(programs: list[Recording], spend: Spender, speedups: Speedups, *, 
     gains = speedups(spend.location, programs)
     open_ = [Prospect(p, gains[p.fingerprint], costs[p.fingerprint]) for p in programs]
     while open_:
-        value, best = max(((p.probe_value(PROBE) if p.found is None else p.continue_value(FULL - PROBE), p)
-                           for p in open_), key=lambda pair: pair[0])
+        value, best = max(((p.value(PROBE, FULL), p) for p in open_), key=lambda pair: pair[0])
         if value <= 0:
             return
-        outcome = spend(best.recording, PROBE if best.found is None else FULL)
-        if best.found is None and outcome.speedup >= STOP_BELOW:
-            best.found, best.config_s = outcome.speedup, outcome.seconds / max(outcome.measured, 1)
-            continue
-        open_.remove(best)  # tuned to FULL, or stopped early
-        unprobed = [p for p in open_ if p.found is None]
-        if refit and best.found is not None and unprobed:  # a full tune: the model learns from it
+        full = best.found is not None
+        outcome = spend(best.recording, FULL if full else min(best.configs + PROBE, FULL))
+        best.learn(outcome, STOP_BELOW, NULL_SHRINK)
+        if full or best.configs >= FULL:
+            open_.remove(best)
+        unprobed = [p for p in open_ if p.configs == 0]
+        if refit and full and unprobed:  # a full tune: the model learns from it
             refitted = speedups(spend.location, [p.recording for p in unprobed])
             for prospect in unprobed:
                 prospect.speedup = refitted[prospect.recording.fingerprint]
@@ -148,8 +154,8 @@ ALLOCATIONS: dict[str, AllocationKind] = {
     "model": AllocationKind(model_guided, "halving, probing in the order of the saving a day a gain model "
                             f"predicts, skipping any it predicts below {MIN_GAIN}x"),
     "saving": AllocationKind(model_saving, "the next configs where the saving a day the gain model expects, "
-                             f"per tuning second, is highest: a probe of {PROBE}, then up to {FULL} where "
-                             f"it found {STOP_BELOW}x or more"),
+                             f"per tuning second, is highest: probes of {PROBE}, each finding nothing "
+                             f"halving the expected gain, then up to {FULL} once one keeps {STOP_BELOW}x"),
     "saving-flat": AllocationKind(flat_saving, "as saving, with one flat expected gain for every program "
                                   "in place of the gain model's"),
 }

@@ -27,9 +27,10 @@ at a larger budget continues its search.
   STOP_BELOW faster halves the program's expected log gain (NULL_SHRINK: the early stop), so
   its budget goes to the others unless it still promises more per second than they do; a
   probe that kept a gain has the program weighed again by what it found and its measured cost
-  a config, and it may be tuned on to FULL. The expected speedup before a probe is the gain model's, refitted
-  after each full tune on this database's own tunes; `saving-flat` is the same order with one
-  flat prior (FLAT_GAIN) for every program, so that it follows time a day over cost alone.
+  a config, and it may be tuned on to FULL. The expected speedup before a probe is the gain
+  model's, refitted after each full tune on this database's own tunes; `saving-flat` is the
+  same order with one flat prior (FLAT_GAIN) for every program, so that it follows time a day
+  over cost alone.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import TYPE_CHECKING
 from hlotune.progress import note
 
 if TYPE_CHECKING:  # types only: `hlotune --help` lists the allocations without importing numpy
+    from hlotune.fleet.prospects import Prospect
     from hlotune.fleet.tune import Outcome, Spender
     from hlotune.tuning.storage import Recording
 
@@ -111,11 +113,16 @@ def by_saving(programs: list[Recording], spend: Spender, speedups: Speedups, *, 
         best.learn(outcome, STOP_BELOW, NULL_SHRINK)
         if full or best.configs >= FULL:
             open_.remove(best)
-        unprobed = [p for p in open_ if p.configs == 0]
-        if refit and full and unprobed:  # a full tune: the model learns from it
-            refitted = speedups(spend.location, [p.recording for p in unprobed])
-            for prospect in unprobed:
-                prospect.speedup = refitted[prospect.recording.fingerprint]
+        if refit and full:  # a full tune: the model learns from it
+            _refit(spend, speedups, [p for p in open_ if p.configs == 0])
+
+
+def _refit(spend: Spender, speedups: Speedups, unprobed: list[Prospect]) -> None:
+    """The programs not probed yet, expected anew by `speedups`."""
+    if unprobed:
+        refitted = speedups(spend.location, [p.recording for p in unprobed])
+        for prospect in unprobed:
+            prospect.speedup = refitted[prospect.recording.fingerprint]
 
 
 def model_saving(programs: list[Recording], spend: Spender) -> None:

@@ -49,8 +49,9 @@ def add_commands(subparsers) -> None:
         "tune", help="spend one tuning budget across the recorded programs, where it saves most",
         description="Tune the recorded programs within one budget: configs measured over all of "
         "them (--budget) and/or hours (--hours), divided as --allocation says, each tuned as "
-        "hlotune tune's search flags say (the flags space and the default engine unless told). Re-running resumes. Each kept decision is then timed beside jax.jit "
-        "here, and trialled in each process that runs its program under hlotune.jit.",
+        "hlotune tune's search flags say (the flags space and the default engine unless told). "
+        "Re-running resumes. Each kept decision is then timed beside jax.jit here, and trialled "
+        "in each process that runs its program under hlotune.jit.",
         formatter_class=ChoicesFormatter)
     tune.add_argument("--budget", type=int, metavar="N", help="configs to measure over the fleet")
     tune.add_argument("--hours", type=float, metavar="H", help="hours to spend")

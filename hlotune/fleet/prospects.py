@@ -7,8 +7,9 @@ program; a probe that keeps a gain replaces it by what it found, and one that fi
 shrinks it. A config's cost is what the database's logged tunes of this program took a config,
 or, before any, a line fitted to the fleet's logged tunes over their programs' call times
 (compile, then timed calls), or the prior (PRIOR_COMPILE_S, RUNS) until two programs have been
-tuned; a tune's measured seconds a config replace it. Costs differ tenfold across a fleet: a config of an 86 ms
-training step takes about as long as five of a 5 ms sampler, for the same share of its time.
+tuned; a tune's measured seconds a config replace it. Costs differ tenfold across a fleet: a
+config of an 86 ms training step takes about as long as five of a 5 ms sampler, for the same
+share of its time.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from hlotune.compiler.config import CompileConfig
-from hlotune.tuning.storage.base import Database
+from hlotune.tuning.storage.base import Database, winners_among
 
 PROGRAMS = 64
 
@@ -28,8 +28,9 @@ def fleet_portfolio(database: Database, fingerprint: str, size: int) -> list[Com
     first."""
     from hlotune.tuning.portfolio import greedy
 
-    winners = _flags_only(database.winners(fingerprint))
-    deciders = list(dict.fromkeys(program for program, _ in database.decided_elsewhere(fingerprint)))[:PROGRAMS]
+    decided = database.decided_elsewhere(fingerprint)
+    winners = _flags_only(winners_among(decided))
+    deciders = list(dict.fromkeys(program for program, _ in decided))[:PROGRAMS]
     if len(winners) <= 1 or not deciders:
         return winners[:size]
     gains = [_log_speedups(database, program) for program in deciders]

@@ -102,6 +102,15 @@ class Export:
     note: str  # what the format cannot say ("" when nothing is lost)
 
 
+def winners_among(decided: list[tuple[str, CompileConfig]]) -> list[CompileConfig]:
+    """The configs chosen in `decided` ((fingerprint, chosen) pairs, newest first) but the
+    default, each once, in that order."""
+    chosen: dict[str, CompileConfig] = {}
+    for _, config in decided:
+        chosen.setdefault(config.key, config)
+    return [config for config in chosen.values() if not config.is_default]
+
+
 class Database(ABC):
     """What a tuner needs from storage (MetaSchedule's Database): look a config up before
     measuring it, store each measured batch at once, and keep each tune's decision."""
@@ -147,10 +156,7 @@ class Database(ABC):
 
     def winners(self, fingerprint: str) -> list[CompileConfig]:
         """Configs that tunes of other programs chose here, newest first (XTAT's transfer)."""
-        chosen: dict[str, CompileConfig] = {}
-        for _, config in self.decided_elsewhere(fingerprint):
-            chosen.setdefault(config.key, config)
-        return [config for config in chosen.values() if not config.is_default]
+        return winners_among(self.decided_elsewhere(fingerprint))
 
     def close(self) -> None:
         """Let go of the connection (nothing to do for a database that holds none)."""

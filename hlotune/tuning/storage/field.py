@@ -155,18 +155,22 @@ class Field:
     def field(self, fingerprint: str, config_key: str, *, excluding: str = "") -> FieldStats:
         """The config's trials here, but those of the process `excluding` names (its own, while
         its trial runs)."""
-        rows = self._sql.execute(
-            "SELECT config, pairs, wins, speedup, jit_ns, tuned_ns, verdict, compile_s "
-            f"FROM trials WHERE {_KEY} AND config = ? AND process != ? ORDER BY updated",
-            (fingerprint, *self._scope, config_key, excluding)).fetchall()
-        return FieldStats(tuple(TrialOutcome(c, p, w, x, _nan(j), _nan(t), *rest) for c, p, w, x, j, t, *rest in rows))
+        return FieldStats(tuple(self._trials(fingerprint, "AND config = ? AND process != ?", config_key, excluding)))
 
     def retired(self, fingerprint: str) -> set[str]:
         """The keys of the program's configs that the field retired here: a tune that runs again
         does not keep them."""
-        rows = self._sql.execute(f"SELECT DISTINCT config FROM trials WHERE {_KEY}",
-                                 (fingerprint, *self._scope)).fetchall()
-        return {key for (key,) in rows if self.field(fingerprint, key).retired}
+        by_config: dict[str, list[TrialOutcome]] = {}
+        for trial in self._trials(fingerprint):
+            by_config.setdefault(trial.config_key, []).append(trial)
+        return {key for key, trials in by_config.items() if FieldStats(tuple(trials)).retired}
+
+    def _trials(self, fingerprint: str, where: str = "", *arguments: str) -> list[TrialOutcome]:
+        """The program's trials here, oldest first, those `where` (more SQL) picks."""
+        rows = self._sql.execute(
+            "SELECT config, pairs, wins, speedup, jit_ns, tuned_ns, verdict, compile_s "
+            f"FROM trials WHERE {_KEY} {where} ORDER BY updated", (fingerprint, *self._scope, *arguments)).fetchall()
+        return [TrialOutcome(c, p, w, x, _nan(j), _nan(t), *rest) for c, p, w, x, j, t, *rest in rows]
 
     def state(self, fingerprint: str, *, allow_numerics_change: bool = False) -> DecisionState:
         """The one rule (module docstring) for the program's latest decision here."""

@@ -10,8 +10,8 @@ of calls x the mean sampled call, and several processes record into one database
 
 from __future__ import annotations
 
-import warnings
 import time
+import warnings
 import zlib
 from dataclasses import dataclass
 

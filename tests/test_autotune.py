@@ -160,6 +160,25 @@ def test_compiled_puts_only_the_arguments_whose_layout_it_changes(monkeypatch):
     assert isinstance(compile_program(Program("mlp", mlp, (params, x)), FLAGS), jax.stages.Compiled)
 
 
+def test_compiled_compiles_the_module_the_tuner_measured(monkeypatch, tmp_path):
+    """jax.export's module is not jax.jit's lowering (a call around it, repeated constants
+    shared), and a config that drops passes may speed the one and not the other (jacobi2d's
+    tuned config: 1.52x on the export, 1.00x on the lowering), so compiled() compiles the
+    export that hlotune.jit and the tuner compile."""
+    from hlotune.programs.function_program import function_program
+    from hlotune.tuning import compiled as compiled_module
+
+    given, real = [], compiled_module.compile_program
+    monkeypatch.setattr(compiled_module, "compile_program", lambda program, config: given.append(program)
+                        or real(program, config))
+    args = _arguments()
+    _assert_same(hlotune.compiled(mlp, *args, config=FLAGS)(*args), jax.jit(mlp)(*args))
+    tuned = function_program(mlp, args, tmp_path).user
+    (program,) = given
+    lowered = jax.jit(program.fn).lower(*program.args).as_text()
+    assert "call_exported" in lowered and lowered == jax.jit(tuned.fn).lower(*tuned.args).as_text()
+
+
 def test_what_the_user_calls_costs_what_the_tuner_measured(tmp_path):
     """compiled() and @autotune cost little a call over the executable the tuner times: a
     wrapper that puts every argument (~65 µs a leaf) or dispatches in Python before every call

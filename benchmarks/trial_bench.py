@@ -79,7 +79,8 @@ def _job(name: str, db: str, calls: int, rounds: int) -> dict:
                          else (outcome.jit_ns, outcome.tuned_ns))
     excess = max(0.0, (loser_s - winner_s) / 1e9) * trial.pairs
     return row | {"verdict": outcome.verdict, "pairs": trial.pairs, "wins": trial.wins,
-                  "trial_speedup": trial.speedup, "compile_s": trial.compile_s,
+                  "trial_speedup": trial.speedup, "ratios": [round(r, 3) for r in trial.ratios],
+                  "compile_s": trial.compile_s,
                   "after_trial": median["jit"] / median["hlotune.jit"],
                   "oracle": max(1.0, median["jit"] / median["tuned"]),
                   "decision": median["jit"] / median["tuned"],

@@ -86,6 +86,11 @@ class Trial:
         return None
 
     @property
+    def ratios(self) -> tuple[float, ...]:
+        """jax.jit's call over the decision's, per counted pair, in order."""
+        return tuple(self._ratios)
+
+    @property
     def speedup(self) -> float:
         """The decision's: the median of the counted pairs' ratios (1 before any)."""
         return statistics.median(self._ratios) if self._ratios else 1.0

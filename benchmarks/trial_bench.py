@@ -8,14 +8,18 @@ Per program (fleet_programs.py), in fresh processes as a user's jobs are:
    time logged, a kept config verified beside jax.jit;
 3. jobs: where a config was kept, `--processes` fresh processes each run the program `--calls`
    times under `hlotune.jit` (the trial takes the first calls), then time, interleaved in that
-   process (compiler/call_timing.py): what hlotune.jit now runs, jax.jit, the decision's own
-   executable on the user's function, and the same config on the recorded program (the export)
-   beside jax.jit of it;
+   process (compiler/call_timing.py): what hlotune.jit now runs, the jax.jit wrapper it holds
+   (`Jitted.jax_jit`: the executable its trial ran against), a second jax.jit of the function
+   compiled apart, the decision's own executable (`hlotune.compiled`), and the same config on
+   the recorded program (the export) beside jax.jit of it;
 4. planted: a second database gets, with `db import`, a config that disables fusion (slower on
    these programs); `--processes` fresh jobs run it, and each must reject it; the field retires
    it after RETIRE_AFTER processes, so the later jobs run no trial at all.
 
-Per job: `after_trial` is jax.jit's call over hlotune.jit's (the goal: no job below 0.99x);
+Per job: `after_trial` is jax.jit's call over hlotune.jit's (the goal: no job below 0.99x),
+jax.jit being the wrapper hlotune.jit holds, so that a trial that kept it compares one executable
+with itself; `recompiled` is that jax.jit's call over the second one's, how far two compiles of
+one program differ in one process;
 `oracle` is max(1, jax.jit's over the decision's), what choosing per process with hindsight
 keeps; `trial_cost` is the calls run at the losing executable times their excess over the
 winner's median call, over the job's time in the program (the goal, for 200 calls or more: at
@@ -67,10 +71,11 @@ def _job(name: str, db: str, calls: int, rounds: int) -> dict:
         return row
     with TuningDatabase(db) as database:
         config = database.state(choice.fingerprint).decision.chosen
-    plain = jax.jit(fn)
+    plain, apart = ours.jax_jit, jax.jit(fn)
     tuned = hlotune.compiled(fn, *args, config=config.to_dict())
     recorded, recorded_plain = _recorded(db, choice.fingerprint, config)
-    times = interleaved_call_times({"jit": lambda: plain(*args), "hlotune.jit": lambda: ours(*args),
+    times = interleaved_call_times({"jit": lambda: plain(*args), "apart": lambda: apart(*args),
+                                    "hlotune.jit": lambda: ours(*args),
                                     "tuned": lambda: tuned(*args), "recorded": recorded,
                                     "recorded_jit": recorded_plain}, rounds=rounds, block_s=0.1)
     median = {key: statistics.median(values) for key, values in times.items()}
@@ -81,7 +86,7 @@ def _job(name: str, db: str, calls: int, rounds: int) -> dict:
     return row | {"verdict": outcome.verdict, "pairs": trial.pairs, "wins": trial.wins,
                   "trial_speedup": trial.speedup, "ratios": [round(r, 3) for r in trial.ratios],
                   "compile_s": trial.compile_s,
-                  "after_trial": median["jit"] / median["hlotune.jit"],
+                  "after_trial": median["jit"] / median["hlotune.jit"], "recompiled": median["jit"] / median["apart"],
                   "oracle": max(1.0, median["jit"] / median["tuned"]),
                   "decision": median["jit"] / median["tuned"],
                   "recorded": median["recorded_jit"] / median["recorded"],
@@ -148,14 +153,15 @@ def report(rows: list[dict]) -> str:
         trialled = "verdict" in row
         cells.append([row["program"], row["kind"], str(row.get("job", "")), row["source"],
                       row.get("verdict", "no trial"), f"{row['pairs']}" if trialled else "",
-                      *(f"{row[k]:.3f}x" if trialled else "" for k in ("after_trial", "oracle", "decision", "recorded")),
+                      *(f"{row[k]:.3f}x" if k in row else "" for k in ("after_trial", "recompiled", "oracle", "decision",
+                                                                     "recorded")),
                       f"{row['trial_cost']:.2%}" if trialled else "", f"{row['compile_s']:.2f}" if trialled else "",
                       row.get("planted_state", "")])
-    header = ("program", "decision", "job", "runs", "trial", "pairs", "after trial", "oracle", "decision's",
+    header = ("program", "decision", "job", "runs", "trial", "pairs", "after trial", "recompiled", "oracle", "decision's",
               "on recording", "trial cost", "compile s", "field")
     tuned = [r for r in rows if r["kind"] == "tuned" and "after_trial" in r]
     planted = [r for r in rows if r["kind"] == "planted"]
-    lines = [harness.markdown(header, cells, align="llrllrrrrrrrl"), ""]
+    lines = [harness.markdown(header, cells, align="llrllrrrrrrrrl"), ""]
     if tuned:
         kept = sum(1 - 1 / r["after_trial"] for r in tuned)  # shares of jax.jit's time saved, summed
         oracle = sum(1 - 1 / r["oracle"] for r in tuned)

@@ -20,7 +20,7 @@ from hlotune.compiler.flags import FlagConfig
 from hlotune.fleet import trial as trials
 from hlotune.fleet.jitted import TRIAL
 from hlotune.fleet.recorder import recorder_for
-from hlotune.fleet.trial import JIT_ARM, MAX_PAIRS, MIN_PAIRS, Trial
+from hlotune.fleet.trial import CONFIRMED_PAIRS, JIT_ARM, MAX_PAIRS, MIN_PAIRS, Trial
 from hlotune.tuning.autotune import DATABASE, JIT
 from hlotune.tuning.storage import Decision, TuningDatabase
 from hlotune.tuning.storage.field import (APPLIED, CARRIED, KEPT, ON_TRIAL, REJECTED, RETIRE_AFTER, RETIRED,
@@ -29,9 +29,10 @@ from hlotune.tuning.storage.field import (APPLIED, CARRIED, KEPT, ON_TRIAL, REJE
 UNFUSED = CompileConfig(FlagConfig.from_dict({"xla_disable_hlo_passes": ["fusion"]}))  # 1.8x slower here
 
 
-def _run(jit_ms: float, tuned_ms: float, calls: int = 1000, jitter: float = 0.0, seed: int = 0) -> Trial:
+def _run(jit_ms: float, tuned_ms: float, calls: int = 1000, jitter: float = 0.0, seed: int = 0,
+         field_speedup: float | None = None) -> Trial:
     """A trial fed calls of the given times (each off by up to `jitter`, relative) until it decides."""
-    rng, trial = np.random.default_rng(seed), Trial("{}", 0.0)
+    rng, trial = np.random.default_rng(seed), Trial("{}", 0.0, field_speedup)
     for _ in range(calls):
         arm = trial.next_arm()
         trial.add(arm, (jit_ms if arm == JIT_ARM else tuned_ms) * (1 + jitter * rng.uniform(-1, 1)) / 1e3)
@@ -73,6 +74,34 @@ def test_the_rule_keeps_a_clear_gain_early_and_a_tie_or_a_loss_keeps_jax_jit():
 def test_a_tie_keeps_the_default_in_most_trials_whatever_the_noise():
     kept = sum(_run(2.0, 2.0, jitter=0.2, seed=seed).verdict == KEPT for seed in range(200))
     assert kept <= 4  # the rule's false keeps: at most 2% of ties
+
+
+def test_a_decision_the_field_confirmed_is_kept_on_its_first_pairs_beyond_half_its_gain():
+    quick = _run(4.0, 1.0, jitter=0.05, field_speedup=4.0)  # tv3d's kind of gain: a bar of 2x
+    assert quick.verdict == KEPT and quick.pairs == CONFIRMED_PAIRS and quick.on_field_evidence
+    losing = _run(1.5, 2.0, jitter=0.05, field_speedup=4.0)  # the field's gain does not hold here
+    assert losing.verdict == REJECTED and not losing.on_field_evidence
+    smaller = _run(2.6, 2.0, jitter=0.05, field_speedup=4.0)  # 1.3x here: the sign test keeps it
+    assert smaller.verdict == KEPT and smaller.pairs == MIN_PAIRS and not smaller.on_field_evidence
+    assert Trial("{}", 0.0, 1.02).bar is None and Trial("{}", 0.0, 4.0).bar == pytest.approx(2.0)
+    assert sum(_run(2.0, 2.0, jitter=0.2, seed=seed, field_speedup=1.2).on_field_evidence
+               for seed in range(200)) <= 4  # a tie passes a bar of 1.095x three times in a row: 2%
+
+
+def test_a_confirmed_decision_still_loses_its_trial_in_a_process_where_it_is_slower(tmp_path):
+    location = str(tmp_path / "fleet.sqlite")
+    fingerprint = _plant(location)
+    with TuningDatabase(location) as db:  # processes elsewhere kept it at 4x
+        for process in range(RETIRE_AFTER):
+            db.owner = f"elsewhere-{process}"
+            db.record_trials([(fingerprint, TrialOutcome(UNFUSED.key, 16, 16, 4.0, 4e6, 1e6, KEPT, 0.1))])
+        assert db.state(fingerprint).state == APPLIED
+    step, u = hlotune.jit(stencil, db=location), jnp.ones((256, 256))
+    for _ in range(200):
+        u = step(u)
+    trial = recorder_for(location).trials[fingerprint]
+    assert trial.bar == pytest.approx(2.0) and trial.verdict != KEPT  # fusion off: slower here
+    assert step.choice(u).source == JIT
 
 
 def stencil(u):

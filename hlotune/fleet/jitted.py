@@ -42,7 +42,8 @@ from hlotune.compiler.config import DEFAULT_CONFIG
 from hlotune.errors import HlotuneError
 from hlotune.tuning.autotune import DATABASE, JIT, Autotuned, Choice, Entry, _compiled, _direct
 from hlotune.tuning.options import TuneOptions
-from hlotune.tuning.storage.field import CARRIED, KEPT, TIED, Decision, shown_faster
+from hlotune.tuning.storage.field import (APPLIED, CARRIED, KEPT, RETIRE_AFTER, TIED, Decision,
+                                          shown_faster)
 
 DISABLE = "HLOTUNE_DISABLE"
 NO_TRIAL = "HLOTUNE_TRIAL"  # "0": apply decisions without a trial
@@ -199,6 +200,9 @@ class Jitted(Autotuned):
         field's pairs with its own (storage/field.py)."""
         if self._recorder.broken:
             return False, "the database broke mid-trial"
+        if trial.verdict == KEPT and trial.on_field_evidence:
+            return True, (f"each of its first {trial.pairs} pairs faster than {trial.bar:.2f}x, halfway to the "
+                          f"field's {trial.bar ** 2:.2f}x")
         if trial.verdict == KEPT:
             return True, "faster beyond the trial's noise"
         if trial.verdict == TIED:
@@ -235,7 +239,9 @@ class Jitted(Autotuned):
         if not self._trial and state.state != CARRIED:  # another release's: never untested
             self._recorder.announce(fingerprint, _applied(_qualified_name(self._fn), decision))
             return Recorded(Choice(decision.chosen, DATABASE, fingerprint), tuned, calls)
-        trial = Trial(decision.chosen.key, time.perf_counter() - started)
+        field = state.field
+        confirmed = state.state == APPLIED and field.kept >= RETIRE_AFTER
+        trial = Trial(decision.chosen.key, time.perf_counter() - started, field.median if confirmed else None)
         self._recorder.trials[fingerprint] = trial
         return Recorded(Choice(decision.chosen, TRIAL, fingerprint), tuned, calls, trial)
 
@@ -252,6 +258,12 @@ class Jitted(Autotuned):
     def _record(self, fingerprint: str, call: BoundCall, exported: Callable[[], bytes] | None,
                 reason: str) -> ProgramCalls:
         return self._recorder.record(fingerprint, _qualified_name(self._fn), _shapes(call.data), exported, reason)
+
+    @property
+    def jax_jit(self) -> Callable:
+        """jax.jit's wrapper of the function, which runs what no decision replaces: the
+        executable the user would run without hlotune, compiled once in this process."""
+        return self._jax
 
     def __getattr__(self, name: str) -> Any:
         jitted = self.__dict__.get("_jax")

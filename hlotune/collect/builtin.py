@@ -26,7 +26,7 @@ from hlotune.kernels.tile_files import TileSummary, write_tile_files
 from hlotune.spellings import python_m
 
 SAMPLES, SEED, BATCH = 30, 0, 16
-SPACES = ("flags", "layout")
+MEASURED = ("flags", "layout")  # the edition's collections that collect() measures (tile: build_tiles)
 TILE_SETTINGS = TileSettings(seed=SEED)
 
 
@@ -39,7 +39,7 @@ def build(edition: Edition, minutes: float | None = None) -> None:
         if deadline is not None and time.monotonic() > deadline:
             print(f"stopped after {minutes:g} minutes; run again to go on", flush=True)
             break
-        for space in SPACES:
+        for space in MEASURED:
             result = collect(spec, settings(edition, space), edition.root / space / split, progress=False)
             print(f"{space}/{split} {spec}: {result.configs} configs, noise floor "
                   f"{result.noise_floor:.1%}, spread {result.spread:.2f}x, {result.seconds:.0f} s"
@@ -74,7 +74,7 @@ def build_tiles(edition: Edition, minutes: float | None = None) -> None:
 def family_seconds(edition: Edition) -> dict[str, float]:
     """Each family's median seconds per collected program, both spaces summed."""
     per_program: dict[str, float] = {}
-    for summary in (path for space in SPACES for path in (edition.root / space).glob("*/*.json")):
+    for summary in (path for space in MEASURED for path in (edition.root / space).glob("*/*.json")):
         result = json.loads(summary.read_text())["result"]
         per_program[result["program"]] = per_program.get(result["program"], 0.0) + result["seconds"]
     by_family: dict[str, list[float]] = {}
@@ -111,7 +111,7 @@ def write_datacard(edition: Edition) -> None:
         "",
     ]
     machines: Counter[str] = Counter()
-    for space in SPACES:
+    for space in MEASURED:
         rows = _summaries(edition, space)
         if not rows:
             continue

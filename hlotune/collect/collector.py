@@ -26,11 +26,12 @@ import numpy as np
 from hlotune.collect.journal import Journal
 from hlotune.compiler.argument_files import offer
 from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.encode import COLLECTIONS, ConfigEncoder
+from hlotune.compiler.encode import ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
 from hlotune.compiler.machine import this_machine
 from hlotune.compiler.measure import OK, BatchResult, MeasureSettings, Measurement, Measurer
 from hlotune.compiler.space import SearchSpace
+from hlotune.data.collections import COLLECTED
 from hlotune.data.npz import write_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
@@ -58,8 +59,8 @@ class CollectSettings:
     noise_target: float | None = None  # more rounds until each median is this certain (95% CI)
 
     def __post_init__(self) -> None:
-        if self.space not in COLLECTIONS:
-            raise HlotuneError(f"unknown space {self.space!r}: use {', '.join(COLLECTIONS)}")
+        if self.space not in COLLECTED:
+            raise HlotuneError(f"unknown space {self.space!r}: use {', '.join(COLLECTED)}")
         if self.search not in LAYOUT_SEARCHES:
             raise HlotuneError(f"unknown layout search {self.search!r}: use {' or '.join(LAYOUT_SEARCHES)}")
         if min(self.configs, self.samples, self.batch, self.repeats) < 1:

@@ -18,11 +18,11 @@ from hlotune.compiler.flags import FLAG_FEATURE_NAMES, FLAG_FEATURE_NUMERICS
 from hlotune.compiler.fusion_features import FusionSites
 from hlotune.compiler.kernel_space import program_module
 from hlotune.compiler.layouts import LayoutSpace
+from hlotune.data.collections import COLLECTED
 from hlotune.data.sample import FlagConfigArrays, FusionConfigArrays, GraphArrays, GraphSample, LayoutConfigArrays
 from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
 
-COLLECTIONS = ("flags", "layout", "fusion")
 
 
 class ConfigEncoder:
@@ -69,7 +69,7 @@ class ConfigEncoder:
             encoded = FusionConfigArrays(sites.node_config_ids, feat, runtime, **measured,
                                     node_config_choices=sites.node_config_choices)
         else:
-            raise HlotuneError(f"unknown collection {collection!r}: use {', '.join(COLLECTIONS)}")
+            raise HlotuneError(f"unknown collection {collection!r}: use {', '.join(COLLECTED)}")
         program = self.layouts.program
         graph = self.fused_graph if collection == "fusion" else self.graph
         return GraphSample(graph, encoded, name=program.slug, source=program.name)

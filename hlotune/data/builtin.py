@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from hlotune.data.collections import BUILTIN
 from hlotune.data.store import Store
 from hlotune.errors import HlotuneError
 
 PREFIX = "builtin:"
-COLLECTIONS = ("flags", "layout", "tile")
 SLOW = 3.0  # a family over this many times the median family's seconds per program waits
 
 
@@ -105,8 +105,8 @@ def resolve(spec: str | Path) -> Path:
     if not text.startswith(PREFIX):
         return Path(spec)
     collection, _, split = text.removeprefix(PREFIX).partition("/")
-    if collection not in COLLECTIONS or (split and split not in SPLITS):
-        raise HlotuneError(f"unknown built-in dataset {text!r}: use builtin:{'|'.join(COLLECTIONS)}[/train|valid|test]")
+    if collection not in BUILTIN or (split and split not in SPLITS):
+        raise HlotuneError(f"unknown built-in dataset {text!r}: use builtin:{'|'.join(BUILTIN)}[/train|valid|test]")
     folder = Store.find().unpacked(collection)
     folder = folder / split if split else folder
     if not folder.is_dir():

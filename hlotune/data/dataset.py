@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 
 from hlotune.data.builtin import resolve
+from hlotune.data.collections import KINDS
 from hlotune.data.npz import PathLike, peek, read_sample
 from hlotune.data.sample import GraphSample
 from hlotune.data.schema import detect_collection
@@ -23,7 +24,6 @@ __all__ = ["Dataset", "SplitInfo", "peek", "split_info"]
 
 SPLITS = ("train", "valid", "test")
 SEARCHES = ("default", "random")
-PATH_COLLECTIONS = ("tile", "layout", "flags", "fusion")
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def split_info(path: PathLike) -> SplitInfo:
     folders = Path(path).parts
     if folders and folders[-1].endswith(".npz"):
         folders = folders[:-1]
-    anchors = [i for i, part in enumerate(folders) if part in PATH_COLLECTIONS]
+    anchors = [i for i, part in enumerate(folders) if part in KINDS]
     if not anchors:
         return SplitInfo()
     collection, *rest = folders[anchors[-1]:]

@@ -16,7 +16,6 @@ import numpy as np
 if TYPE_CHECKING:
     from torch_geometric.data import Data
 
-COLLECTIONS = ("tile", "layout", "flags")  # the collections models learn from (fusion: data only)
 
 
 @dataclass

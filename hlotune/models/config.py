@@ -12,7 +12,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from hlotune.data.sample import COLLECTIONS
+from hlotune.data.collections import LEARNED
 from hlotune.errors import HlotuneError
 from hlotune.lazy import renamed_attributes
 
@@ -89,8 +89,8 @@ class ModelSettings:
             raise HlotuneError(f"model config: {problem}")
 
     def _problem(self) -> str | None:
-        if self.collection is not None and self.collection not in COLLECTIONS:
-            return f"collection must be one of {', '.join(COLLECTIONS)}, got {self.collection!r}"
+        if self.collection is not None and self.collection not in LEARNED:
+            return f"collection must be one of {', '.join(LEARNED)}, got {self.collection!r}"
         if self.conv not in CONVS:
             return f"conv must be one of {', '.join(CONVS)}, got {self.conv!r}"
         layout_config_layers = self.config_layers is not None and self.collection == "layout"

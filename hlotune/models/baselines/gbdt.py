@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.data.dataset import Dataset
-from hlotune.data.sample import COLLECTIONS, GraphSample
+from hlotune.data.collections import LEARNED
+from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.extras import require
 from hlotune.data.metrics import target_runtimes
@@ -142,7 +143,7 @@ class GbdtBaseline:
         collection, flag_names = document.get("collection"), tuple(document.get("flag_names", ()))
         if (
             document.get("version") != VERSION
-            or collection not in COLLECTIONS
+            or collection not in LEARNED
             or document.get("feature_names") != feature_names(collection, flag_names)
         ):
             raise HlotuneError(f"{folder}: a GBDT model of another hlotune version; train it again")

@@ -20,6 +20,7 @@ import numpy as np
 from hlotune.compiler.config import CompileConfig
 from hlotune.compiler.encode import ConfigEncoder
 from hlotune.compiler.layouts import LayoutSpace
+from hlotune.data.collections import RANKING
 from hlotune.data.metrics import average_ranks
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
@@ -27,14 +28,12 @@ from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.registry import DEFAULT_MODEL
 from hlotune.tuning.strategies.base import Trial
 
-COLLECTIONS = {"flags": ("flags",), "layout": ("layout",), "tile": ("tile",), "all": ("flags", "layout")}
-
 
 def shipped_scorers(space_kind: str) -> dict[str, Scorer]:
     """The shipped model of each collection the space needs (`--model pretrained`)."""
     from hlotune.evaluation.scorers import load_scorer
 
-    return {c: load_scorer(f"pretrained:{c}") for c in COLLECTIONS[space_kind]}
+    return {c: load_scorer(f"pretrained:{c}") for c in RANKING[space_kind]}
 
 
 def load_scorers(model: str | Scorer, space_kind: str) -> dict[str, Scorer]:
@@ -42,7 +41,7 @@ def load_scorers(model: str | Scorer, space_kind: str) -> dict[str, Scorer]:
     of the one collection the space needs."""
     from hlotune.evaluation.scorers import load_scorer
 
-    collections = COLLECTIONS[space_kind]
+    collections = RANKING[space_kind]
     if len(collections) > 1:
         raise HlotuneError(
             f"the all space is ranked by a flags and a layout model: use --model {DEFAULT_MODEL}"

@@ -25,7 +25,9 @@ def test_featurize_source_reads_a_source_and_the_old_name_warns_but_still_works(
 @pytest.mark.parametrize("module, old, new", [("hlotune.models", "ModelConfig", "ModelSettings"),
                                               ("hlotune.models.config", "ModelConfig", "ModelSettings"),
                                               ("hlotune.opt.ppo", "PPOConfig", "PPOSettings"),
-                                              ("hlotune.tuning.compiled", "compile_config", "compile_program")])
+                                              ("hlotune.tuning.compiled", "compile_config", "compile_program"),
+                                              ("hlotune.fleet", "Trial", "ProcessTrial"),
+                                              ("hlotune.fleet.trial", "Trial", "ProcessTrial")])
 def test_a_renamed_class_warns_but_still_works(module, old, new):
     """`Config` names compiler configurations only: settings classes renamed keep their old
     name for a release."""
@@ -40,7 +42,7 @@ def test_an_unknown_name_is_an_attribute_error():
         _ = hlotune.featurise
 
 
-@pytest.mark.parametrize("package", ["hlotune", "hlotune.tuning"])
+@pytest.mark.parametrize("package", ["hlotune", "hlotune.tuning", "hlotune.fleet"])
 def test_every_lazy_name_imports(package):
     """Each name a package serves lazily (its `_API`) resolves to the attribute it points at,
     so a module moved without its entry here fails now, not on a user's first use."""
@@ -73,3 +75,14 @@ def test_a_recording_names_its_fingerprint_and_its_old_field_program_warns_but_s
     recording = Recording("f" * 64, "model.step", "f32[8]", True, "", 0.0, 10, 1.0, 86400.0)
     with pytest.warns(DeprecationWarning, match="Recording.program is deprecated: use Recording.fingerprint"):
         assert recording.program == recording.fingerprint == "f" * 64
+
+
+def test_records_and_decisions_name_their_fingerprint_and_the_old_field_program_warns_but_still_works():
+    from hlotune.compiler.config import DEFAULT_CONFIG
+    from hlotune.tuning.storage import Decision, Record
+
+    record = Record("f" * 64, DEFAULT_CONFIG.key, "ok", "", 1.0, 1.0, 0.01, (1,), 0.1, 0.0)
+    decision = Decision("f" * 64, DEFAULT_CONFIG, DEFAULT_CONFIG, 1.0, 1.0, 0.01, "import", "flags", 0.0)
+    for value, kind in ((record, "Record"), (decision, "Decision")):
+        with pytest.warns(DeprecationWarning, match=f"{kind}.program is deprecated: use {kind}.fingerprint"):
+            assert value.program == value.fingerprint == "f" * 64

@@ -17,7 +17,7 @@ _API = {
     "jit": ("hlotune.fleet.jitted", "jit"),
     "install": ("hlotune.fleet.jitted", "install"),
     "uninstall": ("hlotune.fleet.jitted", "uninstall"),
-    "Trial": ("hlotune.fleet.trial", "Trial"),
+    "ProcessTrial": ("hlotune.fleet.trial", "ProcessTrial"),
     "find_recording": ("hlotune.fleet.recorded", "find_recording"),
     "tune_recorded": ("hlotune.fleet.recorded", "tune_recorded"),
     "fleet_tune": ("hlotune.fleet.tune", "fleet_tune"),
@@ -29,4 +29,4 @@ _API = {
 __all__ = list(_API)
 
 
-__getattr__ = lazy_attributes(__name__, _API)
+__getattr__ = lazy_attributes(__name__, _API, renamed={"Trial": "ProcessTrial"})

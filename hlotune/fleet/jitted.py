@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hlotune.fleet.recorder import ProgramCalls, recorder_for, timed_call
-from hlotune.fleet.trial import JIT_ARM, Trial
+from hlotune.fleet.trial import JIT_ARM, ProcessTrial
 from hlotune.programs.calls import BoundCall, jit_function
 from hlotune.programs.function_program import FunctionProgram
 from hlotune.programs.keys import KeyedFunction
@@ -79,7 +79,7 @@ class Recorded(Entry):
     """An entry whose calls are counted; on trial, `call` is the decision's executable."""
 
     calls: ProgramCalls | None = None
-    trial: Trial | None = None
+    trial: ProcessTrial | None = None
 
 
 class Jitted(Autotuned):
@@ -195,7 +195,7 @@ class Jitted(Autotuned):
             f"HLOTUNE_TRIAL=0 skips the trial, HLOTUNE_DISABLE=1 turns hlotune off)"))
         self._recorder.flush()  # the verdict, batched with the counts so far
 
-    def _verdict(self, trial: Trial, fingerprint: str) -> tuple[bool, str]:
+    def _verdict(self, trial: ProcessTrial, fingerprint: str) -> tuple[bool, str]:
         """Whether the process keeps the decision, and why: its trial's verdict, or at a tie the
         field's pairs with its own (storage/field.py)."""
         if self._recorder.broken:
@@ -241,7 +241,7 @@ class Jitted(Autotuned):
             return Recorded(Choice(decision.chosen, DATABASE, fingerprint), tuned, calls)
         field = state.field
         confirmed = state.state == APPLIED and field.kept >= RETIRE_AFTER
-        trial = Trial(decision.chosen.key, time.perf_counter() - started, field.median if confirmed else None)
+        trial = ProcessTrial(decision.chosen.key, time.perf_counter() - started, field.median if confirmed else None)
         self._recorder.trials[fingerprint] = trial
         return Recorded(Choice(decision.chosen, TRIAL, fingerprint), tuned, calls, trial)
 

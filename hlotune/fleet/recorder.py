@@ -28,7 +28,7 @@ from hlotune.tuning.storage.connection import first_line
 from hlotune.tuning.storage.field import DecisionState, FieldStats
 
 if TYPE_CHECKING:
-    from hlotune.fleet.trial import Trial
+    from hlotune.fleet.trial import ProcessTrial
 
 SAMPLE_EVERY = 64  # calls per timed call, once past the first few (a timed call waits for its
 # outputs, which costs a pipelined loop its overlap once)
@@ -89,7 +89,7 @@ class Recorder:
         self._broken = False  # warned: the database is not used again in this process
         self._flushed = time.monotonic()
         self._announced: set[str] = set()
-        self.trials: dict[str, Trial] = {}  # by fingerprint: each program's trial in this process
+        self.trials: dict[str, ProcessTrial] = {}  # by fingerprint: each program's trial in this process
         atexit.register(self.flush)
 
     def record(self, fingerprint: str, name: str, shapes: str, exported: Callable[[], bytes] | None,

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import statistics
 
+from hlotune.lazy import renamed_attributes
 from hlotune.tuning.final_check import TIE
 from hlotune.tuning.storage.field import (ALPHA_REJECT, KEPT, REJECTED, TIED, UNFINISHED, TrialOutcome,
                                           coin_tail, shown_faster)
@@ -50,7 +51,7 @@ MAX_SLOWER_S = 2.0  # seconds of counted calls at either executable, at most
 CONFIRMED_PAIRS = 3  # pairs after which a decision the field confirmed may be kept
 
 
-class Trial:
+class ProcessTrial:
     """The trial of one config in this process; `next_arm` says which executable runs the next
     call, `add` takes its time, and `verdict` is KEPT, REJECTED or TIED once decided (None
     before)."""
@@ -118,3 +119,6 @@ class Trial:
 
 def _median(seconds: list[float]) -> float:
     return statistics.median(seconds) * 1e9 if seconds else math.nan
+
+
+__getattr__ = renamed_attributes(__name__, {"Trial": "ProcessTrial"})  # strategies/base.py's Trial is a measured config

@@ -112,8 +112,8 @@ def run_export(args: argparse.Namespace) -> int:
 def run_import(args: argparse.Namespace) -> int:
     with open_database(args.db) as db:
         decision = db.import_decision(args.file)
-        name = db.name_of(decision.program)
-    print(f"{name} ({decision.program[:12]}): imported {decision.chosen.key}; hlotune.jit trials it "
+        name = db.name_of(decision.fingerprint)
+    print(f"{name} ({decision.fingerprint[:12]}): imported {decision.chosen.key}; hlotune.jit trials it "
           "in each process before keeping it")
     return 0
 
@@ -144,7 +144,7 @@ def resolve_fingerprint(db: TuningDatabase, program: str) -> str:
 def _record_json(record) -> dict:
     """A record as `db show --json` prints it: the config as a dict, no infinite speedups."""
     fields = asdict(record)
-    del fields["program"], fields["config_key"]
+    del fields["fingerprint"], fields["config_key"]
     return {"config": record.config.to_dict(), "speedup": 1 / record.cost if record.ok else None,
             "numerics": record.config.numerics, **fields}
 
@@ -153,7 +153,7 @@ def _decision_json(decision) -> dict | None:
     if decision is None:
         return None
     fields = asdict(decision)
-    del fields["program"]
+    del fields["fingerprint"]
     return fields | {"candidate": decision.candidate.to_dict(), "chosen": decision.chosen.to_dict(),
                      "kept_default": decision.kept_default, "speedup": decision.speedup,
                      "numerics": decision.chosen.numerics}

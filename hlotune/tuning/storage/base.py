@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
@@ -23,7 +24,7 @@ from hlotune.compiler.measure import OK, BatchResult
 class Record:
     """One config of one program as measured on this machine."""
 
-    program: str  # fingerprint
+    fingerprint: str  # the program's
     config_key: str
     status: str
     reason: str
@@ -42,6 +43,8 @@ class Record:
     @property
     def config(self) -> CompileConfig:
         return CompileConfig.from_dict(json.loads(self.config_key))
+
+    program = property(lambda self: _renamed(self, "Record"))
 
     @property
     def ok(self) -> bool:
@@ -64,7 +67,7 @@ class Decision:
     stored before the final check had rounds hold None, None and 0 in the last three fields,
     and their speedup is the choosing batch's."""
 
-    program: str
+    fingerprint: str  # the program's
     candidate: CompileConfig
     chosen: CompileConfig  # the candidate, or the default when its gain was within the noise
     default_ns: float
@@ -81,10 +84,18 @@ class Decision:
     def kept_default(self) -> bool:
         return self.chosen.is_default
 
+    program = property(lambda self: _renamed(self, "Decision"))
+
     @property
     def speedup(self) -> float:
         """Of the chosen config over the default (1 when the default was kept)."""
         return 1.0 if self.kept_default else self.default_ns / self.candidate_ns
+
+
+def _renamed(value: Record | Decision, kind: str) -> str:
+    """`program`, the old name of `fingerprint`, for one release."""
+    warnings.warn(f"{kind}.program is deprecated: use {kind}.fingerprint", DeprecationWarning, stacklevel=3)
+    return value.fingerprint
 
 
 @dataclass(frozen=True)

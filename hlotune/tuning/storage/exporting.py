@@ -45,8 +45,8 @@ class Exporting:
 
     def _export_json(self, best: Decision) -> dict:
         return {
-            "program": self.name_of(best.program),
-            "fingerprint": best.program,
+            "program": self.name_of(best.fingerprint),
+            "fingerprint": best.fingerprint,
             "machine": self.machine.to_dict(),
             "config": best.chosen.to_dict(),
             "numerics": best.chosen.numerics,

@@ -126,7 +126,7 @@ class TuningDatabase(CompileCache, Exporting, Importing, Recordings, FleetLog, F
         with self._sql.writing():
             self._sql.execute(
                 f"INSERT INTO decisions VALUES ({', '.join('?' * 15)})",
-                (decision.program, *self._scope, decision.candidate.key, decision.chosen.key,
+                (decision.fingerprint, *self._scope, decision.candidate.key, decision.chosen.key,
                  decision.default_ns, decision.candidate_ns, _finite_or_none(decision.noise_floor),
                  decision.strategy, decision.space, decision.timestamp, decision.found_speedup,
                  decision.confirmed_speedup, decision.rounds),

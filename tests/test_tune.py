@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from types import SimpleNamespace
 
 import jax
 import numpy as np
@@ -338,13 +339,19 @@ def test_every_space_has_a_recipe_and_the_formats_are_the_databases():
 def test_the_default_search_starts_from_the_portfolio_in_flags():
     """The Tuner v4 benchmark's choice: the evolutionary search, its first generation the shipped
     portfolio in the flags space (the only one with a portfolio); any first generation named is
-    the one asked, and other strategies keep their own draws."""
-    assert (TuneOptions().strategy, TuneOptions().first) == ("evolutionary", "portfolio")
-    assert TuneOptions().ranking_model == "pretrained" and TuneOptions().learns_online
-    assert TuneOptions(space="layout").first == TuneOptions(space="all").first == "random"
-    assert TuneOptions(first_generation="random").first == "random"
-    assert TuneOptions(first_generation="covering").first == "covering"
-    assert TuneOptions(strategy="optuna").first == TuneOptions(strategy="random").first == "random"
+    the one asked, and other strategies keep their own draws. Each space's recipe says so."""
+    def recipe(**options):
+        options = TuneOptions(**options)
+        return SPACES[options.space](SimpleNamespace(options=options))
+
+    assert (TuneOptions().strategy, recipe().first_generation()) == ("evolutionary", "portfolio")
+    assert TuneOptions().ranking_model == "pretrained" and recipe().learns_online()
+    assert recipe(space="layout").first_generation() == recipe(space="all").first_generation() == "random"
+    assert recipe(first_generation="random").first_generation() == "random"
+    assert recipe(first_generation="covering").first_generation() == "covering"
+    assert recipe(strategy="optuna").first_generation() == recipe(strategy="random").first_generation() == "random"
+    assert not recipe(space="tile").learns_online()  # kernelwise: the model's favourites, measured once
+    assert recipe(space="tile", strategy="optuna").learns_online() is False  # no ranked search
 
 
 def test_tune_options_are_built_by_keyword_and_a_bad_value_names_its_field(tmp_path):

@@ -23,6 +23,7 @@ from hlotune.tuning.recipes.registry import SPACES
 from hlotune.tuning.strategies.parts import StrategyFactory
 from hlotune.tuning.strategies.registry import (
     FIRST_GENERATIONS,
+    RANDOM,
     RANKED,
     STRATEGIES,
     StrategyKind,
@@ -57,9 +58,9 @@ class TuneOptions:
     # configs: used as it is) or an Optuna sampler.
     strategy: str | StrategyFactory | Strategy | BaseSampler = DEFAULT_STRATEGY
     # Ranks a ranked strategy's candidates (the tile space: each kernel's candidates, a model
-    # named only, `tile_model`): a name `--model` takes (models/registry.py: "pretrained", the
-    # shipped models; "transfer[@DIR]", flags only; "none" is None), a scorer, a CostModel of
-    # yours (closed by you), or None.
+    # named only: recipes/tile.py): a name `--model` takes (models/registry.py: "pretrained",
+    # the shipped models; "transfer[@DIR]", flags only; "none" is None), a scorer, a CostModel
+    # of yours (closed by you), or None.
     # The fusion space ranks by the module roofline (models/roofline.py) unless given a
     # CostModel or None.
     model: str | Scorer | CostModel | None = DEFAULT_MODEL
@@ -70,7 +71,7 @@ class TuneOptions:
     optimism: float = 0.0
     # the search's first configs: its own "random" draws, "covering" (every choice once: the
     # evolutionary search) or "portfolio" (configs that won elsewhere: evolutionary and optuna);
-    # None: "portfolio" for the evolutionary search in flags, else "random" (`first` says)
+    # None: the space's recipe says ("portfolio" for the evolutionary search in flags, else "random")
     first_generation: str | None = None
     # the evolutionary search: the share of each batch after the first drawn at random from the
     # whole space, beside the children of the best (strategies.Evolutionary)
@@ -80,7 +81,7 @@ class TuneOptions:
     # portfolio: fleet_portfolio.py); False: the newest first
     fleet_portfolio: bool = True
     batch: int = 8  # configs measured together
-    # tile, ranked: candidates measured per kernel, the model's favourites (`tile_model`; 5: all)
+    # tile, ranked: candidates measured per kernel, the model's favourites (5: all)
     per_kernel: int = 2
     # all: after flags x layouts, the tile and fusion searches on the best config's kernels
     # (strategies/staged.py); False: flags x layouts alone
@@ -115,7 +116,8 @@ class TuneOptions:
             )
         # an Optuna sampler's are the optuna strategy's, a factory takes every one, and a
         # Strategy given whole makes its own first configs
-        check_first_generation(self.first, self.kind, self.strategy if isinstance(self.strategy, str)
+        check_first_generation(self.first_generation or RANDOM, self.kind,
+                               self.strategy if isinstance(self.strategy, str)
                                else "a Strategy given whole" if self.kind is None else "optuna")
         if self.immigrants and not self.ranked:
             raise HlotuneError(f"immigrants are drawn by the {' and '.join(RANKED)} strategies only, "
@@ -129,42 +131,11 @@ class TuneOptions:
                                f"only, not of {other}")
 
     @property
-    def first(self) -> str:
-        """The first generation the tune asks: `first_generation`, else, for the evolutionary
-        search in the flags space (the only one with a portfolio), the portfolio, else the
-        strategy's own random draws (TPE from the portfolio kept less than from its own)."""
-        if self.first_generation is not None:
-            return self.first_generation
-        return "portfolio" if self.space == "flags" and self.strategy == "evolutionary" else "random"
-
-    @property
     def ranking_model(self) -> str | Scorer | CostModel | None:
         """`model`, but the default serves only the strategy that ranks: with another, none."""
         if self.model == DEFAULT_MODEL and not self.ranked:
             return None
         return self.model
-
-    @property
-    def tile_model(self) -> str | Scorer | None:
-        """What ranks the tile search's candidates (`--space tile`, and `all`'s tile stage):
-        the model named, but none by default, as the shipped tile model keeps less of the
-        kernel time saved than a random order (strategies/kernelwise.py), nor for a CostModel,
-        which ranks whole configs."""
-        from hlotune.tuning.models.base import CostModel
-
-        return None if self.model == DEFAULT_MODEL or isinstance(self.model, CostModel) else self.model
-
-    @property
-    def kernelwise(self) -> bool:
-        """The tile space's search by a ranked strategy named is XTAT's: each kernel on its own
-        (strategies/kernelwise.py)."""
-        return self.space == "tile" and self.strategy in RANKED
-
-    @property
-    def learns_online(self) -> bool:
-        """Whether the ranking model learns this program's measurements after every batch (the
-        kernelwise search measures the model's favourites once: nothing left to re-rank)."""
-        return self.online and self.ranked and not self.kernelwise
 
     @property
     def ranked(self) -> bool:

@@ -108,12 +108,13 @@ def tune(
         build = Build(options, loaded, program, program_fingerprint(loaded), location, started, progress)
         recipe = SPACES[options.space](build)
         space, prior = recipe.space(), recipe.prior()
-        cost_model = OnlineCostModel(prior, optimism=options.optimism) if options.learns_online else prior
+        learns = recipe.learns_online()
+        cost_model = OnlineCostModel(prior, optimism=options.optimism) if learns else prior
         search = recipe.search(space, cost_model)
         with TuningDatabase(location, machine=measurer.machine) as database:
             tuner = Tuner(loaded, space, recipe.wrapped(search, space, database), measurer, database,
                           cost_model=cost_model,
-                          callbacks=[*_callbacks(options, prior, progress), *callbacks],
+                          callbacks=[*_callbacks(options, prior, learns, progress), *callbacks],
                           settings=options.settings, fingerprint=build.fingerprint)
             try:
                 decision = tuner.run(options.budget, build.deadline, options.batch)
@@ -150,10 +151,10 @@ def _user_caller(call: BoundCall, keyed: KeyedFunction) -> Callable[[Callable], 
     return lambda executable: call.caller(keyed.caller(executable))
 
 
-def _callbacks(options: TuneOptions, prior: CostModel | None, progress: bool) -> list[Callback]:
+def _callbacks(options: TuneOptions, prior: CostModel | None, learns: bool, progress: bool) -> list[Callback]:
     """The tune's own callbacks: the online model taught after every batch, the prior
     fine-tuned every `fine_tune_every` configs, and the progress bar."""
-    callbacks: list[Callback] = [UpdateCostModel(1)] if options.learns_online else []
+    callbacks: list[Callback] = [UpdateCostModel(1)] if learns else []
     if prior is not None and options.fine_tune_every:
         callbacks.append(UpdateCostModel(options.fine_tune_every, prior))
     return callbacks + ([ProgressBar(options.budget)] if progress else [])

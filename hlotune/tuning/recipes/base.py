@@ -28,6 +28,7 @@ from hlotune.tuning.strategies.chain import Chain
 from hlotune.tuning.strategies.exhaustive import Exhaustive
 from hlotune.tuning.strategies.optuna_search import OptunaStudy
 from hlotune.tuning.strategies.parts import StrategyParts
+from hlotune.tuning.strategies.registry import RANDOM
 
 
 class Recipe:
@@ -61,7 +62,16 @@ class Recipe:
         if kind is None:
             return options.strategy
         study = OptunaStudy.beside(local_stem(self.build.db_location), self.build.fingerprint)
-        return kind.factory(StrategyParts(space, options.seed, cost_model, options.first, options.immigrants, study))
+        parts = StrategyParts(space, options.seed, cost_model, self.first_generation(), options.immigrants, study)
+        return kind.factory(parts)
+
+    def first_generation(self) -> str:
+        """The search's first configs: those the options name, else the strategy's own draws."""
+        return self.options.first_generation or RANDOM
+
+    def learns_online(self) -> bool:
+        """Whether the ranking model learns this program's measurements after every batch."""
+        return self.options.online and self.options.ranked
 
     def wrapped(self, search: Strategy, space: SearchSpace, database: Database) -> Strategy:
         """`search` after the flags of up to `warm_start` configs that won on other programs

@@ -24,7 +24,6 @@ from hlotune.errors import HlotuneError
 from hlotune.hlo.featurize import featurize
 
 
-
 class ConfigEncoder:
     """Encodes configs of the program behind `layouts` for the `flags`, `layout` or `fusion`
     collection."""

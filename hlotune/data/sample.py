@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from torch_geometric.data import Data
 
 
-
 @dataclass
 class GraphArrays:
     """A tensor program as TpuGraphs arrays.

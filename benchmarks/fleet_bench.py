@@ -11,8 +11,9 @@ allocation sees another's measurements), and every program runs again in a fresh
 A program saves its calls a day x its recorded jax.jit time x (1 - 1/delivered); the fleet,
 their sum.
 
-Allocations, at equal configs: `everything` (each program at budget 32: the reference), then,
-at a share of its measured configs (`--share`, a quarter by default), `time` (most recorded time
+Allocations: `everything` (each program at budget 32: the reference), then, at a share of its
+tuning seconds in the same seed (`--share`, a quarter by default; `--equal configs`: of its
+measured configs, as runs before issue 61's second part were), `time` (most recorded time
 first, budget 32 each), `halving` (probe all, then more to the most promising), `probe` (probe
 all at the portfolio's first configs, then the winners at 32: halving with one step), `model`
 (halving steered by the gain model), `saving` (expected saving a day per tuning second, the gain
@@ -53,6 +54,7 @@ EVERYTHING_BUDGET = 32
 QUARTER = 0.25
 SIGMA, MEDIAN_CALLS = 2.0, 1000.0
 HEAVY_DRAW, HEAVY_PROGRAM = 3, "flax_transformer"
+EQUAL = ("time", "configs")  # an allocation's budget: a share of everything's tuning seconds, or of its configs
 ALLOCATIONS = ("everything", "halving", "time", "probe", "model", "saving", "saving-flat")
 LEARNED = "saving"  # the allocation whose tunes warm-start from the fleet portfolio; the others newest first
 
@@ -96,9 +98,11 @@ def fleet_database(folder: Path, label: str, rates: dict[str, float], before: di
     return location
 
 
-def tune(location: str, allocation: str, budget: int, each: int, seed: int, only: set[str] | None = None) -> dict:
-    """`allocation` (`each`: everything's budget a program) within `budget` measured configs;
-    `everything` over the programs named `only` where given (those a grown fleet added). Only
+def tune(location: str, allocation: str, budget: int | None, each: int, seed: int, only: set[str] | None = None,
+         seconds: float | None = None) -> dict:
+    """`allocation` (`each`: everything's budget a program) within `budget` measured configs
+    and/or `seconds` of tuning; `everything` over the programs named `only` where given (those a
+    grown fleet added). Only
     LEARNED's tunes order their warm start by the fleet portfolio: `saving-flat` is LEARNED with
     both learned parts off."""
     from hlotune.fleet.allocation import ALLOCATIONS as KINDS, FULL, PROBE
@@ -116,7 +120,8 @@ def tune(location: str, allocation: str, budget: int, each: int, seed: int, only
             spend(outcome.recording, FULL)
 
     allocate = {"everything": everything, "probe": probe}.get(allocation) or KINDS[allocation].allocate
-    result = fleet_tune(location, allocate=allocate, budget=budget, hours=None, seed=seed, show=True,
+    result = fleet_tune(location, allocate=allocate, budget=budget, hours=None if seconds is None else seconds / 3600,
+                        seed=seed, show=True,
                         options=TuneOptions(fleet_portfolio=allocation == LEARNED))
     return {"measured": result.measured, "tuning_s": result.seconds,
             "tunes": [{"program": o.recording.name, "budget": o.budget, "measured": o.measured,
@@ -199,7 +204,10 @@ def main() -> None:
                         help="each program's budget under everything (default %(default)s)")
     parser.add_argument("--allocations", nargs="+", default=list(ALLOCATIONS), choices=ALLOCATIONS)
     parser.add_argument("--share", type=float, default=QUARTER,
-                        help="the allocations' budget as a share of everything's measured configs (default %(default)s)")
+                        help="the allocations' budget as a share of everything's (default %(default)s)")
+    parser.add_argument("--equal", choices=EQUAL, default=EQUAL[0],
+                        help="what the share is of: everything's tuning seconds in the same seed (the goal's "
+                             "measure, the default) or its measured configs")
     parser.add_argument("--folder", type=Path, help="keep the databases here (default: one in the temporary folder, named after --out)")
     parser.add_argument("--report", type=Path, help="print the tables of a results file and stop")
     parser.add_argument("--plot", type=Path, help="with --report: draw each run's saving against its tuning time here")
@@ -228,9 +236,10 @@ def main() -> None:
         print(noise(log.rows))
         return
     for allocation in args.allocations:
-        runs = {(row["kind"], _share(row)): row for row in log.rows
+        runs = {(row["kind"], _share(row), _equal(row)): row for row in log.rows
                 if row.get("draw") == args.draw and row.get("seed") == args.seed}
-        row = runs.get((allocation, 1.0 if allocation == "everything" else args.share))
+        row = runs.get((allocation, 1.0, "configs") if allocation == "everything"
+                       else (allocation, args.share, args.equal))
         if row is not None and set(row["after"]) >= set(before):
             continue
         if row is not None and allocation != "everything":
@@ -252,17 +261,32 @@ def main() -> None:
                 else:
                     log.replace(row, weighted)
             continue
-        measured = [r["tuned"]["measured"] for r in log.rows if r["kind"] == "everything"]  # any draw, seed
-        budget = (args.everything_budget * len(before) if allocation == "everything"
-                  else round(args.share * measured[0]))
+        budget, seconds = _budget(allocation, args, base, log.rows, len(before))
         label = allocation if allocation == "everything" or args.share == QUARTER else f"{allocation}-{args.share:g}"
+        if allocation != "everything" and args.equal == "time":
+            label += "-time"
         location = fleet_database(folder, f"{label}-draw{args.draw}-seed{args.seed}", rates, before)
-        tuned = tune(location, allocation, budget, args.everything_budget, args.seed)
+        tuned = tune(location, allocation, budget, args.everything_budget, args.seed, seconds=seconds)
         log.add({"kind": allocation, "share": 1.0 if allocation == "everything" else args.share,
-                 "draw": args.draw, "seed": args.seed, "budget": budget,
+                 "equal": "configs" if allocation == "everything" else args.equal,
+                 "draw": args.draw, "seed": args.seed, "budget": budget, "budget_s": seconds,
                  "rates": rates, "tuned": tuned, "after": after(list(before), location, args.rounds)})
     print(report(log.rows) + "\n\n" + summary(log.rows))
     print(f"\n{os.cpu_count()} cores; draw {args.draw}, seed {args.seed}, {args.rounds} rounds a run.")
+
+
+def _budget(allocation: str, args, base: dict | None, rows: list[dict], programs: int) -> tuple[int | None, float | None]:
+    """The run's budget, in configs and in seconds: everything's is its budget a program; any
+    other's a share of everything's tuning seconds in the same seed (--equal time: a config of a
+    heavy program costs several of a light one's, and the goal counts seconds) or of its configs."""
+    if allocation == "everything":
+        return args.everything_budget * programs, None
+    if args.equal == "time":
+        if base is None:
+            raise SystemExit(f"fleet_bench.py: --equal time needs everything's run of seed {args.seed} first")
+        return None, args.share * base["tuned"]["tuning_s"]
+    measured = [r["tuned"]["measured"] for r in rows if r["kind"] == "everything"]  # any draw, seed
+    return round(args.share * measured[0]), None
 
 
 def report(rows: list[dict]) -> str:
@@ -344,7 +368,7 @@ def agreement(rows: list[dict]) -> str:
 def _pairs(rows: list[dict], kind: str) -> list[tuple[dict, dict]]:
     """Each `kind` run with every other allocation's run of the same draw, seed and share."""
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
-    key = lambda row: (row["draw"], row["seed"], _share(row))  # noqa: E731
+    key = lambda row: (row["draw"], row["seed"], _share(row), _equal(row))  # noqa: E731
     return [(ours, theirs) for ours in runs if ours["kind"] == kind
             for theirs in runs if theirs["kind"] not in (kind, "everything") and key(theirs) == key(ours)]
 
@@ -354,9 +378,15 @@ def _share(row: dict) -> float:
     return row.get("share", 1.0 if row["kind"] == "everything" else QUARTER)
 
 
+def _equal(row: dict) -> str:
+    """What the run's share is of (runs before --equal were at equal configs)."""
+    return row.get("equal", "configs")
+
+
 def _label(row: dict) -> str:
     share = _share(row)
-    return row["kind"] if share in (1.0, QUARTER) else f"{row['kind']} at {share:g}"
+    label = row["kind"] if share in (1.0, QUARTER) else f"{row['kind']} at {share:g}"
+    return label + (", equal time" if row["kind"] != "everything" and _equal(row) == "time" else "")
 
 
 def noise(rows: list[dict]) -> str:

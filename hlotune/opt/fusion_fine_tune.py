@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from hlotune.compiler.measure import MeasureSettings, measure
+from hlotune.compiler.measurement.measure import MeasureSettings, measure
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
 from hlotune.opt.measured_fusion import FusionProblem

@@ -2,7 +2,7 @@
 
 (A stage above opt, as a real compile is: hlotune.cli hands `run` to opt's parser.)
 
-XTAT's loop on XLA:CPU's own fused module (compiler/fusion_space.py): a policy proposes
+XTAT's loop on XLA:CPU's own fused module (compiler/spaces/fusion_space.py): a policy proposes
 decisions, a cost model ranks the proposals, and the best few are compiled and measured in one
 batch beside XLA's own fusion and the baselines, each given the same number of measurements:
 
@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.kernel_config import MERGE, SPLIT
-from hlotune.compiler.measure import MeasureSettings, measure
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.kernel_config import MERGE, SPLIT
+from hlotune.compiler.measurement.measure import MeasureSettings, measure
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
 
@@ -55,9 +55,9 @@ class FusionProblem:
 
     @classmethod
     def load(cls, program: str) -> FusionProblem:
-        from hlotune.compiler.fusion_features import FusionSites
-        from hlotune.compiler.kernel_space import program_module
-        from hlotune.compiler.layouts import LayoutSpace
+        from hlotune.compiler.spaces.fusion_features import FusionSites
+        from hlotune.compiler.spaces.kernel_space import program_module
+        from hlotune.compiler.configs.layouts import LayoutSpace
         from hlotune.opt.costs import op_graph
         from hlotune.programs import load_program
 

@@ -1,7 +1,7 @@
 """`hlotune opt schedule PROGRAM --measure`: GO's scheduling task on XLA:CPU, compiled and run.
 
 The program's entry computation is ordered four ways (hlotune.opt.schedules) and each order is
-compiled by XLA:CPU at POST_SCHEDULER (hlotune.compiler.schedule):
+compiled by XLA:CPU at POST_SCHEDULER (hlotune.compiler.xla.schedule):
 
 - xla: the best of XLA:CPU's own schedulers (`xla_cpu_scheduler_type`: default, memory,
   concurrency) by peak bytes, each listed with its peak;
@@ -14,7 +14,7 @@ compiled by XLA:CPU at POST_SCHEDULER (hlotune.compiler.schedule):
   its peak is no higher, as GO's search refines a sampled placement.
 
 Peak bytes are the executable's temporary bytes (what an order changes). Times are measured in
-this process, interleaved (hlotune.compiler.call_timing), beside a second compile of XLA's best
+this process, interleaved (hlotune.compiler.measurement.call_timing), beside a second compile of XLA's best
 order: `ms` is the minimum over rounds of a block's mean, and `noise` how far XLA's two
 replicas differ (relative), what "no change" looks like. Every order's outputs are checked
 against those of XLA's default schedule.
@@ -96,8 +96,8 @@ def measure_schedules(spec: str, policy: Any, *, samples: int, seed: int = 0,
                       max_moves: int | None = None) -> ScheduleReport:
     """Compile `spec` under every order, pick the policy's best by peak, search from the better
     of it and XLA's for `budget_s` seconds (or `max_moves` compiles), and time them all."""
-    from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
-    from hlotune.compiler.schedule import SCHEDULERS, EntrySchedule, compile_schedule
+    from hlotune.compiler.configs.layouts import DEFAULT_LAYOUT, LayoutSpace
+    from hlotune.compiler.xla.schedule import SCHEDULERS, EntrySchedule, compile_schedule
     from hlotune.hlo.sources import from_text
     from hlotune.opt import schedules
     from hlotune.programs import load_program
@@ -147,7 +147,7 @@ class ScheduleClimber:
 
     def run(self, budget_s: float, max_moves: int | None) -> Any:
         """The lowest-peak compile found in `budget_s` seconds or `max_moves` moves."""
-        from hlotune.compiler.schedule import compile_schedule
+        from hlotune.compiler.xla.schedule import compile_schedule
 
         deadline, draws = time.perf_counter() + budget_s, 0
         while time.perf_counter() < deadline and (max_moves is None or self.moves < max_moves):
@@ -172,8 +172,8 @@ def _run(compiled: dict, default: Any, args: list, rounds: int,
     import jax
     import numpy as np
 
-    from hlotune.compiler.output_check import check_outputs
-    from hlotune.compiler.call_timing import interleaved_call_times
+    from hlotune.compiler.measurement.output_check import check_outputs
+    from hlotune.compiler.measurement.call_timing import interleaved_call_times
 
     def outputs(executable) -> list:
         return [np.asarray(x) for x in jax.tree_util.tree_leaves(executable(*args))]

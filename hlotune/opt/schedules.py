@@ -1,4 +1,4 @@
-"""Orders of a real entry computation to hand XLA:CPU (hlotune.compiler.schedule imposes
+"""Orders of a real entry computation to hand XLA:CPU (hlotune.compiler.xla.schedule imposes
 them): the baselines and GO's policy.
 
 - depth-first: each instruction right after the operands it needs, operands first in the order
@@ -36,7 +36,7 @@ _NOT_TEMPORARY = frozenset({"parameter", "constant"})
 
 
 class Entry(Protocol):
-    """An entry computation's instructions in XLA's order (hlotune.compiler.schedule's
+    """An entry computation's instructions in XLA's order (hlotune.compiler.xla.schedule's
     EntrySchedule is one)."""
 
     names: tuple[str, ...]

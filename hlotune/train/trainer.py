@@ -5,10 +5,10 @@ configs of each: ranking is learned between configs of the same graph (runtimes 
 graphs are not comparable), and a graph's config-independent work is shared by its batch.
 Large graphs can train by Graph Segment Training (`gst`, see gst.py), and under torchrun the
 step's graphs are spread over the processes (distributed.py). AdamW with gradient clipping and
-a cosine learning rate; after each epoch the model is validated (Kendall tau, OPA), the best one
-is kept in `out_dir/model/`, and a checkpoint is written so that `resume=True` continues the
-run. Every epoch reseeds from (seed, epoch), so a run is reproducible on CPU and a resumed run
-matches an uninterrupted one.
+a cosine learning rate, an epoch's steps in epoch.py; after each epoch the model is validated
+(Kendall tau, OPA), the best one is kept in `out_dir/model/`, and a checkpoint is written so
+that `resume=True` continues the run. Every epoch reseeds from (seed, epoch), so a run is
+reproducible on CPU and a resumed run matches an uninterrupted one.
 
     out_dir/model/        best model by validation (config.json, model.safetensors)
     out_dir/checkpoint/   last finished epoch (model, optimizer, trainer_state.json)
@@ -18,40 +18,33 @@ matches an uninterrupted one.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
-import math
 import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
-from hlotune.models.compress import drop_duplicate_configs
 from hlotune.models.config import ModelSettings
 from hlotune.models.ensemble import member_folders
 from hlotune.models.files import TRAINED_MODEL_DIR
 from hlotune.models.gnn import GraphCostModel
-from hlotune.models.inputs import (
-    check_compatible, config_inputs, data_fields, graph_inputs, prior_inputs, prior_rows,
-)
+from hlotune.models.inputs import check_compatible, data_fields
 from hlotune.models.normalizer import fit_feature_stats
-from hlotune.progress import progress_bar
 from hlotune.train import distributed
 from hlotune.train.checkpoint import TrainerState, load_checkpoint, replace_folder, save_checkpoint
 from hlotune.train.distributed import Group
+from hlotune.train.epoch import Step, TrainingRun, train_epoch
 from hlotune.train.gst import GSTSettings, SegmentTraining
 from hlotune.train.log import Curves, EpochLog, write_csv
 from hlotune.train.multitask import JointTask, transfer_node_layers
 from hlotune.train.losses import CombinedLoss
-from hlotune.train.targets import centred, log_targets, measured
 from hlotune.train.validate import validate
 
 PathLike = str | os.PathLike[str]
@@ -211,16 +204,16 @@ def _train(
         optimizer.load_state_dict(optimizer_state)
     if settings.gst is not None and model.layout_late:
         raise HlotuneError("graph segment training propagates layouts: it needs layout_join 'nodes'")
-    step = _Step(model, None if settings.gst is None else SegmentTraining(settings.gst),
+    step = Step(model, None if settings.gst is None else SegmentTraining(settings.gst),
                  None if joint is None else joint.companion)
     wrapped = distributed.wrap(step, group, unused=settings.gst is not None)
-    run = _TrainingRun(wrapped, optimizer, loss_fn, train_sets,
+    run = TrainingRun(wrapped, optimizer, loss_fn, train_sets,
                _labelled_files(train_sets), settings, group, joint)
 
     curves = Curves(out / PLOT_FILE)
     while state.epoch < epochs and not state.stopped_early:
         started = time.perf_counter()
-        train_loss = distributed.mean(_train_epoch(run, state, progress), group)
+        train_loss = distributed.mean(train_epoch(run, state, progress), group)
         if not group.is_main:  # rank 0 validates and saves, then tells the others
             state = distributed.from_main(None, group)
             continue
@@ -294,132 +287,6 @@ def _labelled_files(train_sets: list[Dataset]) -> list[tuple[int, int]]:
         (d, i) for d, dataset in enumerate(train_sets) for i, sample in enumerate(dataset)
         if sample.labelled
     ]
-
-
-class _Step(torch.nn.Module):
-    """Scores of one graph's config batch: whole-graph or GST. A module so DDP can wrap it (DDP
-    syncs the gradients of what runs through its forward)."""
-
-    def __init__(
-        self, model: GraphCostModel, gst: SegmentTraining | None,
-        companion: GraphCostModel | None = None,
-    ) -> None:
-        super().__init__()
-        self.model, self.gst, self.companion = model, gst, companion
-
-    def forward(
-        self,
-        key: tuple[int, int],
-        sample: GraphSample,
-        picked: np.ndarray,
-        rng: np.random.Generator,
-    ) -> torch.Tensor:
-        model = self.model
-        if self.companion is not None and sample.collection == self.companion.config.collection:
-            model = self.companion
-        device = model.device
-        graph = graph_inputs(sample, model.config, device)
-        configs = config_inputs(sample, picked, device)
-        prior = prior_rows(prior_inputs(sample, model.config, picked), slice(None), device)
-        if self.gst is None:
-            return model(graph, configs, prior)
-        return self.gst.scores(self.model, key, sample, graph, configs, picked, rng, prior)
-
-
-@dataclass
-class _TrainingRun:
-    """What every epoch of a run uses."""
-
-    step: torch.nn.Module  # _Step, DDP-wrapped in a group
-    optimizer: torch.optim.Optimizer
-    loss_fn: CombinedLoss
-    train_sets: list[Dataset]
-    files: list[tuple[int, int]]  # labelled graphs
-    settings: TrainSettings
-    group: Group
-    joint: JointTask | None = None
-
-    @property
-    def graphs_per_step(self) -> int:
-        """Over all processes."""
-        return self.settings.graphs_per_step * self.group.world
-
-
-def _train_epoch(run: _TrainingRun, state: TrainerState, progress: bool) -> float:
-    """One pass over the training graphs in a (seed, epoch)-shuffled order; the mean graph loss.
-
-    Step j takes the next `run.graphs_per_step` graphs of the order, this process its own share.
-    The last step is padded from the start of the order with zero-weight graphs, so that every
-    process runs the same number of passes, and each graph draws from its own (seed, epoch,
-    position) generator: the same work whichever process does it.
-    """
-    settings, files = run.settings, run.files
-    epoch = state.epoch + 1
-    rng = np.random.default_rng([settings.seed, epoch])
-    torch.manual_seed(int(rng.integers(2**62)))  # dropout
-    order = rng.permutation(len(files))
-    joint_order = None if run.joint is None else rng.permutation(len(run.joint.files))
-    steps = math.ceil(len(files) / run.graphs_per_step)
-    total_steps = settings.epochs * math.ceil(state.steps_per_epoch / run.graphs_per_step)
-    run.step.train()
-    losses = []
-    description = f"epoch {epoch}/{settings.epochs}"
-    with progress_bar(total=steps, desc=description, show=progress) as bar:
-        for j in range(steps):
-            for group in run.optimizer.param_groups:
-                group["lr"] = _cosine(settings.lr, state.step, total_steps)
-            run.optimizer.zero_grad(set_to_none=True)
-            first = j * run.graphs_per_step + run.group.rank * settings.graphs_per_step
-            for k in range(settings.graphs_per_step):
-                position = first + k
-                last = k == settings.graphs_per_step - 1
-                with contextlib.nullcontext() if last else _no_sync(run.step):
-                    seed = [settings.seed, epoch, position]
-                    loss = _graph_loss(run, run.train_sets, files[order[position % len(files)]], seed)
-                    weight = 1.0 / settings.graphs_per_step if position < len(files) else 0.0
-                    if run.joint is not None:  # and a graph of the other space
-                        other = run.joint.files[joint_order[position % len(joint_order)]]
-                        joint_loss = _graph_loss(run, run.joint.train_sets, other, seed + [1])
-                        ((loss + run.joint.weight * joint_loss) * weight).backward()
-                    else:
-                        (loss * weight).backward()
-                if weight:
-                    losses.append(loss.item())
-            torch.nn.utils.clip_grad_norm_(run.step.parameters(), settings.clip_norm)
-            run.optimizer.step()
-            state.step += 1
-            bar.update()
-            if losses:
-                bar.set_postfix(loss=f"{losses[-1]:.4g}")
-    return float(np.mean(losses)) if losses else math.nan
-
-
-def _graph_loss(
-    run: _TrainingRun, train_sets: list[Dataset], file: tuple[int, int], seed: list[int]
-) -> torch.Tensor:
-    """The loss on `configs_per_batch` random measured configs of one graph."""
-    d, i = file
-    sample = train_sets[d][i]
-    if run.settings.drop_duplicate_configs:
-        sample = drop_duplicate_configs(sample)
-    rng = np.random.default_rng(seed)
-    candidates = measured(sample)
-    size = min(run.settings.configs_per_batch, len(candidates))
-    picked = rng.choice(candidates, size=size, replace=False)
-    scores = run.step(file, sample, picked, rng)
-    targets = torch.as_tensor(log_targets(sample)[picked], device=scores.device)
-    if run.settings.relative_targets:
-        scores, targets = centred(scores), centred(targets)
-    return run.loss_fn(scores, targets)
-
-
-def _no_sync(step: torch.nn.Module) -> contextlib.AbstractContextManager:
-    """DDP all-reduces at a process's last backward of a step only."""
-    return step.no_sync() if hasattr(step, "no_sync") else contextlib.nullcontext()
-
-
-def _cosine(peak: float, step: int, total: int) -> float:
-    return peak * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / max(total, 1)))
 
 
 def _keep_best(

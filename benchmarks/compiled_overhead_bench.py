@@ -1,6 +1,6 @@
 """Compiled-call overhead benchmark: does what the user calls cost what the tuner measured?
 
-In one process, per program and config, four callables timed interleaved (compiler/call_timing.py:
+In one process, per program and config, four callables timed interleaved (compiler/measurement/call_timing.py:
 blocks of back-to-back calls in a fresh random order every round), twice: each call waiting for
 its outputs (a loop that reads every result), and a block waiting once at its end (dispatch may
 overlap compute):
@@ -54,12 +54,12 @@ import numpy as np
 
 import harness
 import hlotune
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.hook import compile_config
-from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.xla.hook import compile_config
+from hlotune.compiler.configs.layouts import LayoutConfig, LayoutSpace
 from hlotune.programs import Program, load_program
-from hlotune.compiler.call_timing import interleaved_call_times
+from hlotune.compiler.measurement.call_timing import interleaved_call_times
 from hlotune.tuning.storage import Decision, TuningDatabase
 
 BOUND_FRACTION, BOUND_S = 0.01, 20e-6

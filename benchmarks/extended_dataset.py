@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 import harness
-from hlotune.compiler.layouts import LayoutSpace
+from hlotune.compiler.configs.layouts import LayoutSpace
 from hlotune.data.builtin import resolve
 from hlotune.data.npz import read_sample, write_sample
 from hlotune.hlo.featurize import featurize

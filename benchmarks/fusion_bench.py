@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import harness
-from hlotune.compiler.measure import MeasureSettings, measure
+from hlotune.compiler.measurement.measure import MeasureSettings, measure
 from hlotune.opt.commands import PRETRAINED_DIR
 from hlotune.opt.measured_fusion import FusionProblem, best_of, method_configs, policy_proposals
 from hlotune.opt.policy import GOPolicy

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import harness
-from hlotune.compiler.measure import MeasureSettings, measure
+from hlotune.compiler.measurement.measure import MeasureSettings, measure
 from hlotune.opt.commands import PRETRAINED_DIR
 from hlotune.opt.fusion_fine_tune import FineTuneSettings, fine_tune
 from hlotune.opt.measured_fusion import FusionProblem, best_of, policy_proposals, ranked

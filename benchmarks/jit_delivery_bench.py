@@ -6,7 +6,7 @@ The AutoFDO loop, program by program (fleet_programs.py), each in fresh processe
 2. tune: `hlotune.tune` on the recorded program (flags, `--budget`, the default engine), from
    the database alone, as `hlotune tune NAME` does;
 3. apply: a new worker process runs the program under `hlotune.jit` (which finds the decision)
-   and under `jax.jit`, interleaved (compiler/call_timing.py: blocks of calls in a fresh random
+   and under `jax.jit`, interleaved (compiler/measurement/call_timing.py: blocks of calls in a fresh random
    order every round, each call waiting for its outputs), and reports the delivered speedup,
    jax.jit's per-call time over hlotune.jit's, from the medians over rounds.
 
@@ -43,7 +43,7 @@ def _worker(mode: str, name: str, db: str, rounds: int) -> dict:
 
     import hlotune
     from fleet_programs import BY_NAME
-    from hlotune.compiler.call_timing import interleaved_call_times
+    from hlotune.compiler.measurement.call_timing import interleaved_call_times
 
     fn, args = BY_NAME[name].make()
     ours = hlotune.jit(fn, db=db)

@@ -38,8 +38,8 @@ from pathlib import Path
 import harness
 import numpy as np
 
-from hlotune.compiler.measure import Measurer, MeasureSettings
-from hlotune.compiler.program_profile import profile_program
+from hlotune.compiler.measurement.measure import Measurer, MeasureSettings
+from hlotune.compiler.profiles.program_profile import profile_program
 from hlotune.data.builtin import EDITION
 from hlotune.data.npz import read_sample
 from hlotune.kernels.labels import LABELS, ProgramKernels

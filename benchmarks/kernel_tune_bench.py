@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 import harness
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.scorers import load_scorer
 from tile_rule_bench import rule_scores
@@ -70,7 +70,7 @@ def replay(model: str, data: str, per_kernel: int) -> dict:
 def live(program: str, per_kernel: int | None, budget: int) -> dict:
     """One tile tune in a fresh database, ranked by the tile model; per_kernel None measures
     every candidate."""
-    from hlotune.compiler.space import PARTITION_CHOICES
+    from hlotune.compiler.spaces.space import PARTITION_CHOICES
     from hlotune.tuning.tuner import tune
 
     with tempfile.TemporaryDirectory() as folder:
@@ -87,9 +87,9 @@ def live(program: str, per_kernel: int | None, budget: int) -> dict:
 
 
 def _tunable(program: str) -> int:
-    from hlotune.compiler.kernel_space import program_kernels
-    from hlotune.compiler.layouts import LayoutSpace
-    from hlotune.compiler.space import UNTUNABLE_KINDS
+    from hlotune.compiler.spaces.kernel_space import program_kernels
+    from hlotune.compiler.configs.layouts import LayoutSpace
+    from hlotune.compiler.spaces.space import UNTUNABLE_KINDS
     from hlotune.programs import load_program
 
     return sum(k.kind not in UNTUNABLE_KINDS for k in program_kernels(LayoutSpace(load_program(program))))

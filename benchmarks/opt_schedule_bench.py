@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 import harness
-from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
-from hlotune.compiler.schedule import EntrySchedule, compile_schedule
+from hlotune.compiler.configs.layouts import DEFAULT_LAYOUT, LayoutSpace
+from hlotune.compiler.xla.schedule import EntrySchedule, compile_schedule
 from hlotune.hlo.sources import from_text
 from hlotune.opt.commands import DEFAULT_SAMPLES, PRETRAINED_DIR
 from hlotune.opt.measured_schedule import ORDERS, SEARCH, measure_schedules

@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 import harness
-from hlotune.compiler.flags import FLAG_FEATURE_NAMES
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.flags import FLAG_FEATURE_NAMES
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigArrays

@@ -8,7 +8,7 @@ Per program (fleet_programs.py), in fresh processes as a user's jobs are:
    time logged, a kept config verified beside jax.jit;
 3. jobs: where a config was kept, `--processes` fresh processes each run the program `--calls`
    times under `hlotune.jit` (the trial takes the first calls), then time, interleaved in that
-   process (compiler/call_timing.py): what hlotune.jit now runs, the jax.jit wrapper it holds
+   process (compiler/measurement/call_timing.py): what hlotune.jit now runs, the jax.jit wrapper it holds
    (`Jitted.jax_jit`: the executable its trial ran against), a second jax.jit of the function
    (jax reuses the compile: the same executable), a jax.jit of a wrapper of it (compiled
    again), the decision's own executable (`hlotune.compiled`), and the same config on the
@@ -62,7 +62,7 @@ def _job(name: str, db: str, calls: int, rounds: int) -> dict:
 
     import hlotune
     from fleet_programs import BY_NAME
-    from hlotune.compiler.call_timing import interleaved_call_times
+    from hlotune.compiler.measurement.call_timing import interleaved_call_times
     from hlotune.fleet.recorder import recorder_for
     from hlotune.tuning.storage import TuningDatabase
 
@@ -105,7 +105,7 @@ def _job(name: str, db: str, calls: int, rounds: int) -> dict:
 def _paired(over, under) -> tuple[float, list[float]]:
     """The median of the rounds' ratios `over` / `under` (each round times both, close in time,
     so the drift of a shared machine cancels) and its 95% interval."""
-    from hlotune.compiler.measure import median_interval
+    from hlotune.compiler.measurement.measure import median_interval
 
     ratios = over / under
     return float(statistics.median(ratios)), list(median_interval(ratios))

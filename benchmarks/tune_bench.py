@@ -74,10 +74,10 @@ from statistics import geometric_mean
 import numpy as np
 
 import harness
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import MeasureSettings, measure
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.layouts import LayoutSpace
+from hlotune.compiler.measurement.measure import MeasureSettings, measure
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.data.builtin import ROOT
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program

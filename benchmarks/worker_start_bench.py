@@ -1,9 +1,9 @@
 """Worker start benchmark: a measurement worker forked from the zygote against one started cold,
 and one that reads the program's example arguments from the file an earlier worker wrote
-(compiler/argument_files.py) against one that runs the program's init.
+(compiler/measurement/argument_files.py) against one that runs the program's init.
 
 Each start is what a tune pays for a program, and again after each config that crashes or
-hangs XLA: a worker process up, the program loaded and traced (compiler/worker_session.py), then
+hangs XLA: a worker process up, the program loaded and traced (compiler/measurement/worker_session.py), then
 stopped. The three kinds alternate in one process (HLOTUNE_FORK_WORKERS switches; the file is
 removed before a start that must run init, which then writes it again), so the machine's drift
 falls on all alike. The zygote's own start, paid once per process, is the first forked start's
@@ -20,10 +20,10 @@ import os
 import time
 
 import harness
-from hlotune.compiler.argument_files import argument_file
-from hlotune.compiler.measure import MeasureSettings
-from hlotune.compiler.worker_session import WorkerSession
-from hlotune.compiler.zygote import SWITCH
+from hlotune.compiler.measurement.argument_files import argument_file
+from hlotune.compiler.measurement.measure import MeasureSettings
+from hlotune.compiler.measurement.worker_session import WorkerSession
+from hlotune.compiler.measurement.zygote import SWITCH
 
 
 def start_seconds(program: str, forked: bool, handed: bool = False) -> float:

@@ -9,7 +9,7 @@ import sys
 import hlotune.maintainer as maintainer  # this spelling: tests/test_imports.py sees the import
 from hlotune import __version__
 from hlotune.collect import commands as collect
-from hlotune.compiler import commands as compiler
+from hlotune.compiler.profiles import commands as compiler
 from hlotune.data import commands as data
 from hlotune.errors import HlotuneError
 from hlotune.evaluation import commands as evaluation

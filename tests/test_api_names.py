@@ -78,7 +78,7 @@ def test_a_recording_names_its_fingerprint_and_its_old_field_program_warns_but_s
 
 
 def test_records_and_decisions_name_their_fingerprint_and_the_old_field_program_warns_but_still_works():
-    from hlotune.compiler.config import DEFAULT_CONFIG
+    from hlotune.compiler.configs.config import DEFAULT_CONFIG
     from hlotune.tuning.storage import Decision, Record
 
     record = Record("f" * 64, DEFAULT_CONFIG.key, "ok", "", 1.0, 1.0, 0.01, (1,), 0.1, 0.0)

@@ -1,4 +1,4 @@
-"""Example arguments handed to measurement workers in a file (compiler/argument_files.py): a later
+"""Example arguments handed to measurement workers in a file (compiler/measurement/argument_files.py): a later
 worker gets the same values without running init, and a file that does not hold them is ignored."""
 
 import os
@@ -10,8 +10,8 @@ import jax
 import numpy as np
 import pytest
 
-from hlotune.compiler import argument_files
-from hlotune.compiler.argument_files import argument_file, load_with_arguments, offer
+from hlotune.compiler.measurement import argument_files
+from hlotune.compiler.measurement.argument_files import argument_file, load_with_arguments, offer
 from hlotune.programs import Program, load_program
 from hlotune.tuning.fingerprint import program_fingerprint
 

@@ -13,16 +13,16 @@ from jax.experimental.layout import Format, Layout
 
 from conftest import normals
 import hlotune
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.hook import compile_config
-from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
-from hlotune.compiler.machine import Machine, this_machine
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.xla.hook import compile_config
+from hlotune.compiler.configs.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.measurement.machine import Machine, this_machine
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.tuning import autotune, tuner
-from hlotune.compiler.call_timing import interleaved_call_times
+from hlotune.compiler.measurement.call_timing import interleaved_call_times
 from hlotune.tuning.compiled import compile_program
 from hlotune.tuning.storage import Decision, TuningDatabase
 

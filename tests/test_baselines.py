@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from hlotune.compiler.flags import DEFAULT_FLAGS, FLAG_FEATURE_NAMES, FlagConfig
+from hlotune.compiler.configs.flags import DEFAULT_FLAGS, FLAG_FEATURE_NAMES, FlagConfig
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
 from hlotune.data.sample import FlagConfigArrays, GraphArrays, GraphSample, LayoutConfigArrays, TileConfigArrays

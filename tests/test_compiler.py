@@ -15,18 +15,18 @@ import numpy as np
 import pytest
 
 from hlotune.collect.collector import CollectSettings, collect, draw_configs, stored_samples
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.encode import ConfigEncoder
-from hlotune.compiler.flags import (
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.spaces.encode import ConfigEncoder
+from hlotune.compiler.configs.flags import (
     FLAG_FEATURE_NAMES,
     FLAG_OPTIONS,
     FlagConfig,
 )
-from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
-from hlotune.compiler.measure import FAILED, OK, MeasureSettings, Measurer, measure
-from hlotune.compiler.output_check import check_outputs, rtol_for
-from hlotune.compiler.space import SearchSpace
-from hlotune.compiler.worker import HANG_ON
+from hlotune.compiler.configs.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.measurement.measure import FAILED, OK, MeasureSettings, Measurer, measure
+from hlotune.compiler.measurement.output_check import check_outputs, rtol_for
+from hlotune.compiler.spaces.space import SearchSpace
+from hlotune.compiler.measurement.worker import HANG_ON
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
@@ -338,7 +338,7 @@ def test_collection_draws_its_configs_through_the_tuning_space(mlp_space):
 
 
 def test_long_runs_take_fewer_rounds_down_to_the_minimum_and_short_ones_every_round():
-    from hlotune.compiler.measure import MIN_ROUNDS, _rounds
+    from hlotune.compiler.measurement.measure import MIN_ROUNDS, _rounds
 
     settings = MeasureSettings()  # 10 rounds of 3 repeats, 2 s of timed runs an executable
     assert _rounds(settings, 5e6) == _rounds(settings, 66e6) == 10  # 30 samples of 66 ms: 2 s

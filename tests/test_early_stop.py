@@ -1,4 +1,4 @@
-"""Early stopping in measurement (compiler/measure.py): a config slower than the default beyond
+"""Early stopping in measurement (compiler/measurement/measure.py): a config slower than the default beyond
 doubt is timed no more, keeps its median as its cost, and the database says it was cut short."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import sqlite3
 
 from hlotune.collect.collector import CollectSettings
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import (
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.measurement.machine import this_machine
+from hlotune.compiler.measurement.measure import (
     EARLY_STOP_RATIO,
     EARLY_STOP_ROUNDS,
     BatchResult,

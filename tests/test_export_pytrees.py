@@ -13,7 +13,7 @@ import pytest
 
 import hlotune
 from conftest import need
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.programs.exported import HostCallbacks, export_function

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import hlotune
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.measure import MeasureSettings
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.measurement.measure import MeasureSettings
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.registry import MODELS
 from hlotune.fleet import tune as fleet

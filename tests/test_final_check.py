@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from conftest import need
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import FAILED, BatchResult, Measurement
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.measurement.machine import this_machine
+from hlotune.compiler.measurement.measure import FAILED, BatchResult, Measurement
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.programs import load_program
 from hlotune.tuning import final_check as final_check_module
 from hlotune.tuning import loop as loop_module

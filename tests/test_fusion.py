@@ -9,14 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.fusion_rewrite import Module, split_points
-from hlotune.compiler.fusion_space import fusion_choices
-from hlotune.compiler.hook import compile_config, compile_with_pass
-from hlotune.compiler.kernel_config import KernelConfig
-from hlotune.compiler.kernels import kernels_of
-from hlotune.compiler.measure import MeasureSettings
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.xla.fusion_rewrite import Module, split_points
+from hlotune.compiler.spaces.fusion_space import fusion_choices
+from hlotune.compiler.xla.hook import compile_config, compile_with_pass
+from hlotune.compiler.configs.kernel_config import KernelConfig
+from hlotune.compiler.xla.kernels import kernels_of
+from hlotune.compiler.measurement.measure import MeasureSettings
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.hlo.costs import module_seconds
 

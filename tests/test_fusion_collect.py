@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pytest
 
-from hlotune.compiler.encode import ConfigEncoder
-from hlotune.compiler.fusion_features import DECISIONS, FIRST_SPLIT, KEEP, MERGE_COLUMN
-from hlotune.compiler.kernel_config import KernelConfig
-from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import OK
+from hlotune.compiler.spaces.encode import ConfigEncoder
+from hlotune.compiler.spaces.fusion_features import DECISIONS, FIRST_SPLIT, KEEP, MERGE_COLUMN
+from hlotune.compiler.configs.kernel_config import KernelConfig
+from hlotune.compiler.configs.layouts import LayoutSpace
+from hlotune.compiler.measurement.measure import OK
 from hlotune.data import schema
 from hlotune.data.dataset import Dataset, split_info
 from hlotune.data.npz import read_sample

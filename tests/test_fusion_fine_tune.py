@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hlotune.cli import main
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.opt.commands import PRETRAINED_DIR
 from hlotune.opt.policy import GOPolicy

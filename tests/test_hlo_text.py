@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from hlotune.compiler.hook import compile_with_pass
+from hlotune.compiler.xla.hook import compile_with_pass
 from hlotune.errors import HlotuneError
 from hlotune.hlo import wire
 from hlotune.hlo.proto import graph_from_proto
@@ -60,8 +60,8 @@ def _control(x, k):
 def modules() -> dict[str, str]:
     """Real modules as XLA:CPU prints them: the pass's fused module and the finished one, with
     the fusion emitters and without (which leaves more instructions unfused)."""
-    from hlotune.compiler.kernel_space import program_module
-    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.compiler.spaces.kernel_space import program_module
+    from hlotune.compiler.configs.layouts import LayoutSpace
     from hlotune.programs import load_program
 
     args = (jnp.linspace(0, 1, 32 * 32).reshape(32, 32), jnp.full((32, 32), 0.01))

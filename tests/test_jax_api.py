@@ -12,9 +12,9 @@ import pytest
 
 from conftest import normals
 import hlotune
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.tuning import autotune
 from hlotune.tuning.storage import Decision, TuningDatabase

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 import hlotune
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
 from hlotune.tuning.autotune import DATABASE, JIT
 from hlotune.fleet.jitted import TRIAL
 from hlotune.fleet.recorder import SAMPLE_EVERY, next_sample, recorder_for

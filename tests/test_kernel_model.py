@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from hlotune.collect.collector import CollectSettings, collect
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.thunks import thunks_of
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.xla.thunks import thunks_of
 from hlotune.data.npz import read_sample, write_sample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text_parser import texts_to_protos

@@ -10,12 +10,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.hook import compile_config, compile_with_pass
-from hlotune.compiler.kernel_config import KernelConfig
-from hlotune.compiler.kernel_profile import _Event, exclusive, profile_kernels, run_spans, summarize
-from hlotune.compiler.kernels import kernels_of
-from hlotune.compiler.measure import MeasureSettings, measure
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.xla.hook import compile_config, compile_with_pass
+from hlotune.compiler.configs.kernel_config import KernelConfig
+from hlotune.compiler.profiles.kernel_profile import _Event, exclusive, profile_kernels, run_spans, summarize
+from hlotune.compiler.xla.kernels import kernels_of
+from hlotune.compiler.measurement.measure import MeasureSettings, measure
 from hlotune.errors import HlotuneError
 
 
@@ -72,8 +72,8 @@ def test_a_kernel_key_that_matches_nothing_is_an_error_naming_it():
 
 
 def test_a_config_whose_kernel_key_matches_nothing_is_recorded_failed_and_the_batch_goes_on():
-    from hlotune.compiler.kernel_space import program_kernels
-    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.compiler.spaces.kernel_space import program_kernels
+    from hlotune.compiler.configs.layouts import LayoutSpace
     from hlotune.programs import load_program
 
     real = next(k.key for k in program_kernels(LayoutSpace(load_program("zoo:mlp@tiny", abstract=True))) if k.kind == "kLoop")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from hlotune.compiler.kernels import Kernel
-from hlotune.compiler.measure import MeasureSettings
-from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
+from hlotune.compiler.xla.kernels import Kernel
+from hlotune.compiler.measurement.measure import MeasureSettings
+from hlotune.compiler.spaces.space import PARTITION_CHOICES, UNTUNABLE_KINDS, SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.tuning.strategies.base import Trial
 from hlotune.tuning.strategies.kernelwise import KERNEL_NOISE, KernelCandidates, Kernelwise, rank_candidates
@@ -60,8 +60,8 @@ def test_per_kernel_must_be_positive():
 
 
 def test_a_tile_tune_measures_each_kernels_favourites_and_keeps_their_times(tmp_path):
-    from hlotune.compiler.kernel_space import program_kernels
-    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.compiler.spaces.kernel_space import program_kernels
+    from hlotune.compiler.configs.layouts import LayoutSpace
     from hlotune.programs import load_program
     from hlotune.tuning.fingerprint import program_fingerprint
     from hlotune.tuning.storage import TuningDatabase

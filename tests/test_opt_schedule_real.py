@@ -15,8 +15,8 @@ import jax
 import numpy as np
 import pytest
 
-from hlotune.compiler.output_check import check_outputs
-from hlotune.compiler.schedule import EntrySchedule, compile_schedule
+from hlotune.compiler.measurement.output_check import check_outputs
+from hlotune.compiler.xla.schedule import EntrySchedule, compile_schedule
 from hlotune.errors import HlotuneError
 
 PROGRAM = "zoo:vae@tiny"  # memory-greedy and depth-first orders peak apart on it
@@ -40,7 +40,7 @@ ENTRY %main (p: f32[4]) -> f32[4] {
 @pytest.fixture(scope="module")
 def program():
     """(the program's layouts, its lowered default build, XLA's default compile)."""
-    from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutSpace
+    from hlotune.compiler.configs.layouts import DEFAULT_LAYOUT, LayoutSpace
     from hlotune.programs import load_program
 
     layouts = LayoutSpace(load_program(PROGRAM))

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from conftest import need
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig, load_config
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import MeasureSettings
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig, load_config
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.configs.layouts import LayoutSpace
+from hlotune.compiler.measurement.measure import MeasureSettings
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.tuning.options import TuneOptions
@@ -161,7 +161,7 @@ def test_hlotune_tune_with_optuna_enqueues_the_portfolio_first(tmp_path, cli):
 def test_the_fleet_portfolio_orders_the_winners_by_what_they_kept_on_the_fleet(tmp_path):
     """Two other programs decided: the older winner gained on both, the newer on its own program
     alone, so the fleet's greedy order puts the older first, where newest-first does not."""
-    from hlotune.compiler.measure import BatchResult, Measurement
+    from hlotune.compiler.measurement.measure import BatchResult, Measurement
     from hlotune.tuning.fleet_portfolio import fleet_portfolio
     from hlotune.tuning.storage import Decision, TuningDatabase
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hlotune.data import metrics
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.data.dataset import Dataset
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.evaluate import evaluate

@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import pytest
 
 from conftest import need
-from hlotune.compiler.config import DEFAULT_CONFIG
-from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.configs.config import DEFAULT_CONFIG
+from hlotune.compiler.measurement.machine import this_machine
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.tuning.runners.local import LocalRunner
 from hlotune.tuning.runners.ray import _split, cluster_machine

@@ -19,11 +19,11 @@ import pytest
 from conftest import need
 
 from hlotune.cli import main
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.hook import compile_config
-from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import FAILED, OK, MeasureSettings
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.xla.hook import compile_config
+from hlotune.compiler.configs.layouts import LayoutSpace
+from hlotune.compiler.measurement.measure import FAILED, OK, MeasureSettings
 from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.evaluate import evaluate

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.kernel_config import KernelConfig
-from hlotune.compiler.kernels import Kernel
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.configs.kernel_config import KernelConfig
+from hlotune.compiler.xla.kernels import Kernel
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.tuning.strategies.base import Trial
 from hlotune.tuning.strategies.exhaustive import Exhaustive
@@ -106,7 +106,7 @@ def test_a_kernel_space_on_a_base_keeps_its_flags_and_adds_kernels():
 
 
 def test_tuning_all_tunes_the_kernels_of_the_best_flags_and_a_rerun_measures_nothing(tmp_path):
-    from hlotune.compiler.measure import MeasureSettings
+    from hlotune.compiler.measurement.measure import MeasureSettings
     from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.tuner import tune
 
@@ -139,10 +139,10 @@ def _kernels_of_the_best_flags(records) -> list[Kernel]:
     """The tunable kernels XLA makes under the cheapest flags-and-layouts config measured, the
     one the kernel stages stood on. Some win and leave none: the fusion pass disabled with the
     legacy fusion emitters, say."""
-    from hlotune.compiler.kernel_space import program_module
-    from hlotune.compiler.kernels import kernels_of
-    from hlotune.compiler.layouts import LayoutSpace
-    from hlotune.compiler.space import tunable_kernels
+    from hlotune.compiler.spaces.kernel_space import program_module
+    from hlotune.compiler.xla.kernels import kernels_of
+    from hlotune.compiler.configs.layouts import LayoutSpace
+    from hlotune.compiler.spaces.space import tunable_kernels
     from hlotune.programs import load_program
 
     best = min((r for r in records if r.config.kernels.is_default), key=lambda r: r.cost)
@@ -150,7 +150,7 @@ def _kernels_of_the_best_flags(records) -> list[Kernel]:
 
 
 def test_without_kernel_stages_all_searches_flags_and_layouts_alone(tmp_path):
-    from hlotune.compiler.measure import MeasureSettings
+    from hlotune.compiler.measurement.measure import MeasureSettings
     from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.tuner import tune
 

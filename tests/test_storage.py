@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.machine import Machine, this_machine
-from hlotune.compiler.measure import BatchResult, Measurement
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.measurement.machine import Machine, this_machine
+from hlotune.compiler.measurement.measure import BatchResult, Measurement
 from hlotune.errors import HlotuneError
 from hlotune.tuning.storage import CallCount, Decision, TuningDatabase
 

@@ -9,8 +9,8 @@ from collections import Counter
 
 import numpy as np
 
-from hlotune.compiler.kernels import Kernel
-from hlotune.compiler.space import PARTITION_CHOICES
+from hlotune.compiler.xla.kernels import Kernel
+from hlotune.compiler.spaces.space import PARTITION_CHOICES
 from hlotune.data.npz import read_sample
 from hlotune.kernels.sample import config_features
 from hlotune.kernels.tile_collection import (

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import hlotune
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
 from hlotune.fleet import trial as trials
 from hlotune.fleet.jitted import TRIAL
 from hlotune.fleet.recorder import recorder_for
@@ -291,7 +291,7 @@ def test_db_import_stores_a_decision_that_goes_on_trial_and_refuses_bad_files(tm
 def test_after_a_jax_upgrade_the_previous_releases_decision_is_carried_over_on_trial(tmp_path):
     """An upgrade simulated by the database's compiler key: the decision stored under another
     jaxlib is a candidate here, trialled even where trials are off."""
-    from hlotune.compiler.machine import this_machine
+    from hlotune.compiler.measurement.machine import this_machine
 
     location = str(tmp_path / "fleet.sqlite")
     u = jnp.ones((256, 256))

@@ -20,13 +20,13 @@ import numpy as np
 import pytest
 from conftest import need
 
-from hlotune.compiler import space
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
-from hlotune.compiler.machine import Machine, this_machine
-from hlotune.compiler.measure import FAILED, Measurement, MeasureSettings, measure
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.spaces import space
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.configs.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.measurement.machine import Machine, this_machine
+from hlotune.compiler.measurement.measure import FAILED, Measurement, MeasureSettings, measure
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import load_scorer
 from hlotune.programs import load_program
@@ -109,7 +109,7 @@ def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(d
     path = db_location
     script = (
         "from hlotune.tuning.tuner import tune\n"
-        "from hlotune.compiler.measure import MeasureSettings\n"
+        "from hlotune.compiler.measurement.measure import MeasureSettings\n"
         f"tune({MLP!r}, strategy='random', budget=9, batch=2, db={str(path)!r}, "
         "settings=MeasureSettings(rounds=2, repeats=2), progress=False)\n"
     )

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from conftest import need
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.strategies.bandit import Bandit
 from hlotune.tuning.strategies.base import Strategy, Trial

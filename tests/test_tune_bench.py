@@ -12,8 +12,8 @@ from types import SimpleNamespace
 import pytest
 from conftest import REPO
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
 
 sys.path.insert(0, str(REPO / "benchmarks"))  # the script imports its folder's harness, as run
 spec = importlib.util.spec_from_file_location("tune_bench", REPO / "benchmarks" / "tune_bench.py")

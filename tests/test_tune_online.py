@@ -9,10 +9,10 @@ import random
 import numpy as np
 import pytest
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.layouts import LayoutConfig
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.configs.layouts import LayoutConfig
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.data.builtin import ROOT
 from hlotune.data.metrics import kendall_tau
 from hlotune.errors import HlotuneError

@@ -8,10 +8,10 @@ import math
 import pytest
 
 from conftest import need
-from hlotune.compiler.config import DEFAULT_CONFIG
-from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.measure import MeasureSettings
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG
+from hlotune.compiler.configs.layouts import LayoutSpace
+from hlotune.compiler.measurement.measure import MeasureSettings
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.programs import load_program
 from hlotune.tuning.storage import TuningDatabase

@@ -10,10 +10,11 @@ from pathlib import Path
 import jaxlib
 import pytest
 
-from hlotune.compiler import flags, space, xla_support
-from hlotune.compiler.flags import FLAG_FEATURE_NAMES, FlagOption
-from hlotune.compiler.hook import require_hook
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs import flags, xla_support
+from hlotune.compiler.spaces import space
+from hlotune.compiler.configs.flags import FLAG_FEATURE_NAMES, FlagOption
+from hlotune.compiler.xla.hook import require_hook
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,8 +89,8 @@ def test_a_value_added_to_the_table_is_asked_about_alone(fresh, planted, monkeyp
 
 
 def test_a_config_setting_what_xla_lacks_is_outside_the_space(fresh, planted):
-    from hlotune.compiler.config import CompileConfig
-    from hlotune.compiler.flags import FlagConfig
+    from hlotune.compiler.configs.config import CompileConfig
+    from hlotune.compiler.configs.flags import FlagConfig
 
     lacking = CompileConfig(FlagConfig((("xla_backend_optimization_level", "fast"),)))
     with pytest.raises(HlotuneError, match="the installed XLA lacks it"):

@@ -11,9 +11,9 @@ from pathlib import Path
 import jax
 import pytest
 
-from hlotune.compiler import zygote
-from hlotune.compiler.config import DEFAULT_CONFIG
-from hlotune.compiler.measure import OK, MeasureSettings, measure
+from hlotune.compiler.measurement import zygote
+from hlotune.compiler.configs.config import DEFAULT_CONFIG
+from hlotune.compiler.measurement.measure import OK, MeasureSettings, measure
 
 PROGRAM = '''
 import os

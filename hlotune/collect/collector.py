@@ -24,13 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from hlotune.collect.journal import Journal
-from hlotune.compiler.argument_files import offer
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.encode import ConfigEncoder
-from hlotune.compiler.layouts import LayoutSpace
-from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import OK, BatchResult, MeasureSettings, Measurement, Measurer
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.measurement.argument_files import offer
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.spaces.encode import ConfigEncoder
+from hlotune.compiler.configs.layouts import LayoutSpace
+from hlotune.compiler.measurement.machine import this_machine
+from hlotune.compiler.measurement.measure import OK, BatchResult, MeasureSettings, Measurement, Measurer
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.data.collections import COLLECTED
 from hlotune.data.npz import write_sample
 from hlotune.errors import HlotuneError

@@ -1,5 +1,5 @@
 """The kinds of collection, in one place. A collection is data: measured configs of programs,
-one kind of config each (docs/architecture.md's glossary); a space (compiler/space.py) is what
+one kind of config each (docs/architecture.md's glossary); a space (compiler/spaces/space.py) is what
 a tune searches, and some spaces have no collection of their own ("all")."""
 
 from __future__ import annotations

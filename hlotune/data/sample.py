@@ -70,7 +70,7 @@ class FusionConfigArrays(LayoutConfigArrays):
     """hlotune's fusion collection: per-node configs as in layout, on the kernels of XLA:CPU's
     default fused module. `node_config_feat` is (c, nc, 5), one-hot: keep, merge, split at the
     kernel's 1st, 2nd or 3rd offered point; a row of keeps is XLA's own fusion
-    (compiler/fusion_features.py)."""
+    (compiler/spaces/fusion_features.py)."""
 
     node_config_choices: np.ndarray  # (nc, 5) int64: the node each decision acts on, -1 if not offered
 

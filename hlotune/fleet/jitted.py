@@ -38,7 +38,7 @@ from hlotune.fleet.trial import JIT_ARM, ProcessTrial
 from hlotune.programs.calls import BoundCall, jit_function
 from hlotune.programs.function_program import FunctionProgram
 from hlotune.programs.keys import KeyedFunction
-from hlotune.compiler.config import DEFAULT_CONFIG
+from hlotune.compiler.configs.config import DEFAULT_CONFIG
 from hlotune.errors import HlotuneError
 from hlotune.tuning.autotune import DATABASE, JIT, Autotuned, Choice, Entry, _compiled, _direct
 from hlotune.tuning.options import TuneOptions

@@ -48,8 +48,8 @@ FEATURE_NAMES: tuple[str, ...] = (
 
 def program_graph(program: Program) -> GraphArrays:
     """The graph the flags collection stores for `program`: its default build, lowered before
-    XLA's passes (compiler/layouts.py), featurized. A lowering: no compile, no run."""
-    from hlotune.compiler.layouts import LayoutSpace
+    XLA's passes (compiler/configs/layouts.py), featurized. A lowering: no compile, no run."""
+    from hlotune.compiler.configs.layouts import LayoutSpace
 
     return featurize(LayoutSpace(program).graph, progress=False)
 

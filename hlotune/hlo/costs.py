@@ -14,7 +14,7 @@ op, none for data movement; bytes are operands read plus output written, sized b
 PrimitiveType. GO's simulator (opt/costs.py) and the kernels' roofline features both read them.
 
 `module_seconds` prices a module from its text alone, as fusion rewrites are ranked by the
-hundred with no XLA parse (compiler/fusion_space.py): the same sizes, ops and core, and coarser
+hundred with no XLA parse (compiler/spaces/fusion_space.py): the same sizes, ops and core, and coarser
 flops.
 """
 

@@ -1,6 +1,6 @@
 """One reader of XLA's HLO text: computations and their instruction lines, parsed once.
 
-hlotune's pass inside XLA:CPU is handed the module as text (compiler/hook.py), and the compiler
+hlotune's pass inside XLA:CPU is handed the module as text (compiler/xla/hook.py), and the compiler
 reads and edits it as text, line by line, so that an edit keeps every byte it does not mean to
 change. XLA's own parser (text_parser.py) gives a proto instead: right for graphs, but it cannot
 say where in the text an instruction is. This reader keeps the raw lines beside what it read.

@@ -16,7 +16,7 @@ Arrays, for c configs (npz rows of the collected program, the default first) and
 (a name and fingerprint: the same name may compute something else under another config):
 `rows` (c,), `names`, `fingerprints`, `kinds` (k,), `ns` (c, k) median ns per program run
 (NaN where the config has no such thunk), `calls` (c, k) events per run, `static_calls` (c, k)
-what the module says of them (compiler/thunks.py: known trip counts), `partitions` (c, k, 6)
+what the module says of them (compiler/xla/thunks.py: known trip counts), `partitions` (c, k, 6)
 the kernel's outer-dimension partitions (0 past the last), `other_ns` (c,) the control-flow
 thunks' own time.
 """
@@ -32,8 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.measure import Measurement, Measurer, MeasureSettings
-from hlotune.compiler.thunks import Thunk, thunks_of
+from hlotune.compiler.measurement.measure import Measurement, Measurer, MeasureSettings
+from hlotune.compiler.xla.thunks import Thunk, thunks_of
 from hlotune.errors import HlotuneError
 from hlotune.kernels.labels import collected_configs
 

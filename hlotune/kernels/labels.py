@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.measure import OK
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.measurement.measure import OK
 from hlotune.data.sample import GraphArrays, GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.hlo.graph import HloGraph

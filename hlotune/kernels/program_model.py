@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FlagConfig
-from hlotune.compiler.thunks import thunks_of
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.flags import FlagConfig
+from hlotune.compiler.xla.thunks import thunks_of
 from hlotune.data.sample import GraphSample
 from hlotune.errors import HlotuneError
 from hlotune.kernels.labels import KernelGraphs, ProgramKernels, collected_configs, labels_of
@@ -34,7 +34,7 @@ class CompiledThunk:
     fingerprint: str
     kind: str  # a fusion's kind, or an unfused instruction's opcode
     partitions: tuple[int, ...]
-    calls: int  # per program run, as the module says (compiler/thunks.py)
+    calls: int  # per program run, as the module says (compiler/xla/thunks.py)
 
     def to_json(self) -> list:
         return [self.fingerprint, self.kind, list(self.partitions), self.calls]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hlotune.compiler.flags import (
+from hlotune.compiler.configs.flags import (
     DEFAULT_FLAGS,
     FAST_MATH,
     FLAG_FEATURE_NAMES,

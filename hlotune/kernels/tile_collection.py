@@ -1,6 +1,6 @@
 """Programs x per-kernel configs -> measured kernels -> the TpuGraphs tile collection.
 
-One profiled run times every kernel of a compile at once (compiler/kernel_profile.py), so each
+One profiled run times every kernel of a compile at once (compiler/profiles/kernel_profile.py), so each
 measured program config gives every tunable kernel its own drawn partitions and labels all of
 them: dozens of kernel samples for one program measurement. Draws are balanced: in each block
 of `len(PARTITION_CHOICES)` configs every kernel takes every choice once, in its own random
@@ -33,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.kernel_config import KernelConfig
-from hlotune.compiler.kernels import Kernel, kernels_of
-from hlotune.compiler.measure import BatchResult, Measurer, MeasureSettings
-from hlotune.compiler.space import PARTITION_CHOICES, UNTUNABLE_KINDS, tunable_kernels
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.kernel_config import KernelConfig
+from hlotune.compiler.xla.kernels import Kernel, kernels_of
+from hlotune.compiler.measurement.measure import BatchResult, Measurer, MeasureSettings
+from hlotune.compiler.spaces.space import PARTITION_CHOICES, UNTUNABLE_KINDS, tunable_kernels
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text import HloText
 
@@ -200,8 +200,8 @@ def _keep_modules(store: TileFolder, result: BatchResult, fingerprints: set[str]
 
 def collect_tiles(spec: str, settings: TileSettings, folder: Path, *, progress: bool = True) -> TileResult:
     """Label the kernels of one program into `folder`'s journal (resuming batch by batch)."""
-    from hlotune.compiler.kernel_space import program_kernels
-    from hlotune.compiler.layouts import LayoutSpace
+    from hlotune.compiler.spaces.kernel_space import program_kernels
+    from hlotune.compiler.configs.layouts import LayoutSpace
     from hlotune.programs import load_program
     from hlotune.progress import progress_bar
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.kernels.labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
 from hlotune.models.config import ModelSettings

@@ -2,7 +2,7 @@
 
 The tuner measures what a worker process can load: the function exported as a function of
 flat leaves (exported.py). A function that jax.export cannot serialize, one with host
-callbacks (callbacks.py), stays live: it is measured in this process (compiler/in_process.py)
+callbacks (callbacks.py), stays live: it is measured in this process (compiler/measurement/in_process.py)
 and `in_process` says why. Either way `user` is the same computation taking and returning the
 user's pytrees, which a chosen config compiles for the user's calls, and `measured` is what
 the fingerprint hashes, so `hlotune.tune(fn, ...)`, `@autotune` and `export:PATH` agree.

@@ -1,7 +1,7 @@
 """The tuning report's "Where the time goes": XLA's default and the chosen config, kernel by kernel.
 
 The database keeps runtimes, not profiles, so the report profiles the program as it is written:
-the default and the chosen config in one batch on this machine (compiler/program_profile.py),
+the default and the chosen config in one batch on this machine (compiler/profiles/program_profile.py),
 so the two tables compare like for like. The database knows a program by fingerprint and name;
 the name is loaded again, so its fingerprint is checked first: a program that no longer loads,
 or that now computes something else, gets a one-line note instead of a stranger's profile.
@@ -9,8 +9,8 @@ or that now computes something else, gets a one-line note instead of a stranger'
 
 from __future__ import annotations
 
-from hlotune.compiler.config import DEFAULT_CONFIG
-from hlotune.compiler.program_profile import (
+from hlotune.compiler.configs.config import DEFAULT_CONFIG
+from hlotune.compiler.profiles.program_profile import (
     ProgramProfile, headline, more_kernels, profile_configs, short_ops,
 )
 from hlotune.errors import HlotuneError

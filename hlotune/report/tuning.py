@@ -225,7 +225,7 @@ def _chosen(page: Page, db: TuningDatabase, fingerprint: str, decision: Decision
     page.code(
         f"# hlotune db export {short} --format json{where} > tuned.json\n"
         "import json, hlotune\n"
-        "from hlotune.compiler.config import CompileConfig\n"
+        "from hlotune.compiler.configs.config import CompileConfig\n"
         "from hlotune.tuning.compiled import compile_program\n"
         'tuned = json.load(open("tuned.json"))\n'
         'fast = compile_program(hlotune.load_program(tuned["program"]), '

@@ -33,10 +33,10 @@ _API = {
     "CostModel": ("hlotune.tuning.models.base", "CostModel"),
     "Database": ("hlotune.tuning.storage", "Database"),
     "Callback": ("hlotune.tuning.callbacks", "Callback"),
-    "CompileConfig": ("hlotune.compiler.config", "CompileConfig"),
-    "SearchSpace": ("hlotune.compiler.space", "SearchSpace"),
-    "MeasureSettings": ("hlotune.compiler.measure", "MeasureSettings"),
-    "BatchResult": ("hlotune.compiler.measure", "BatchResult"),
+    "CompileConfig": ("hlotune.compiler.configs.config", "CompileConfig"),
+    "SearchSpace": ("hlotune.compiler.spaces.space", "SearchSpace"),
+    "MeasureSettings": ("hlotune.compiler.measurement.measure", "MeasureSettings"),
+    "BatchResult": ("hlotune.compiler.measurement.measure", "BatchResult"),
 }
 
 __all__ = list(_API)

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 from hlotune.programs.calls import BoundCall, JitFunction, jit_function

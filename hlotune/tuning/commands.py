@@ -193,7 +193,7 @@ def _tune_options(args: argparse.Namespace) -> TuneOptions:
 
 def search_options(args: argparse.Namespace, **fields) -> TuneOptions:
     """The TuneOptions add_search_arguments' flags ask for, with `fields` (budget, time_s)."""
-    from hlotune.compiler.measure import MeasureSettings
+    from hlotune.compiler.measurement.measure import MeasureSettings
 
     return TuneOptions(
         space=args.space, strategy=args.strategy, model=args.model, fine_tune_every=args.fine_tune_every,

@@ -19,9 +19,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hlotune.compiler.config import CompileConfig, load_config
-from hlotune.compiler.hook import compile_config as compile_lowered
-from hlotune.compiler.layouts import LayoutSpace
+from hlotune.compiler.configs.config import CompileConfig, load_config
+from hlotune.compiler.xla.hook import compile_config as compile_lowered
+from hlotune.compiler.configs.layouts import LayoutSpace
 from hlotune.errors import HlotuneError
 from hlotune.lazy import renamed_attributes
 from hlotune.programs import Program

@@ -49,8 +49,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.measure import BatchResult, Measurement
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.measurement.measure import BatchResult, Measurement
 
 FINALISTS = 3  # the search's fastest configs that re-measuring chooses from
 RACE_ROUNDS = 5  # re-measuring batches at most

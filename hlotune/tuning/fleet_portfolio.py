@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.tuning.storage.base import Database, winners_among
 
 PROGRAMS = 64

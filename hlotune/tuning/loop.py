@@ -36,9 +36,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.measure import BatchResult, MeasureSettings
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.measurement.measure import BatchResult, MeasureSettings
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.programs import Program
 from hlotune.tuning.callbacks import Callback
 from hlotune.tuning.final_check import FINALISTS, Beside, Finalist, final_check

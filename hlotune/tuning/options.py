@@ -33,7 +33,7 @@ from hlotune.tuning.strategies.registry import (
 if TYPE_CHECKING:  # types only: `hlotune tune --help` reads the defaults without importing numpy
     from optuna.samplers import BaseSampler
 
-    from hlotune.compiler.measure import MeasureSettings
+    from hlotune.compiler.measurement.measure import MeasureSettings
     from hlotune.evaluation.scorers import Scorer
     from hlotune.tuning.models.base import CostModel
     from hlotune.tuning.strategies.base import Strategy
@@ -88,7 +88,7 @@ class TuneOptions:
     kernel_stages: bool = True
     seed: int = 0
     allow_numerics_change: bool = False  # also search options that change results by design
-    settings: MeasureSettings = field(default_factory=Imported("hlotune.compiler.measure", "MeasureSettings"))
+    settings: MeasureSettings = field(default_factory=Imported("hlotune.compiler.measurement.measure", "MeasureSettings"))
 
     def __post_init__(self) -> None:
         kind = model_kind(PRIORS, self.model) if isinstance(self.model, str) else None

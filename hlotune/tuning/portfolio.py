@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 
 from hlotune.atomic import write_bytes_atomic
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.data.builtin import resolve
 from hlotune.errors import HlotuneError
 from hlotune.spellings import moved, python_m

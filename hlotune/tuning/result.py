@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.programs import Program, load_program
 
 

@@ -21,8 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hlotune.compiler.argument_files import offer
-from hlotune.compiler.machine import Machine
+from hlotune.compiler.measurement.argument_files import offer
+from hlotune.compiler.measurement.machine import Machine
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.programs.calls import BoundCall, jit_function
@@ -133,7 +133,7 @@ def _conclude(location: str | Path, options: TuneOptions, result: TuneResult, pr
     """Every tune ends the same way: its tuning time logged, and a kept config timed beside
     jax.jit in this process (verification.py) where it was measured on this kind of machine;
     the kept config's speedup there (None: nothing kept, or measured elsewhere)."""
-    from hlotune.compiler.machine import this_machine
+    from hlotune.compiler.measurement.machine import this_machine
     from hlotune.tuning.verification import time_config
 
     verification = None

@@ -5,7 +5,7 @@ measurement worker; what a user saves is what `hlotune.jit` delivers beside `jax
 process that runs the program. So every tune measured on this machine that keeps a config
 ends here (tuner.py): both executables compiled in this process, as hlotune.jit compiles them
 (the config through the compiler hook, the default by jax.jit), timed in blocks of calls in a
-fresh random order every round (compiler/call_timing.py); the speedup is the ratio of the
+fresh random order every round (compiler/measurement/call_timing.py); the speedup is the ratio of the
 medians over rounds, stored beside the decision, where the rule (storage/field.py) reads it.
 """
 
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.programs import Program
 from hlotune.tuning.storage import Verification
 
@@ -27,7 +27,7 @@ def time_config(program: Program, config: CompileConfig, rounds: int = ROUNDS) -
     """`config`'s executable of the program timed beside jax.jit's in this process."""
     import jax
 
-    from hlotune.compiler.call_timing import interleaved_call_times
+    from hlotune.compiler.measurement.call_timing import interleaved_call_times
     from hlotune.tuning.compiled import compile_program
 
     tuned, plain = compile_program(program, config), jax.jit(program.fn)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hlotune.compiler.flags import DEFAULT_FLAGS, FlagConfig
-from hlotune.compiler.kernel_config import DEFAULT_KERNELS, KernelConfig
-from hlotune.compiler.layouts import DEFAULT_LAYOUT, LayoutConfig
+from hlotune.compiler.configs.flags import DEFAULT_FLAGS, FlagConfig
+from hlotune.compiler.configs.kernel_config import DEFAULT_KERNELS, KernelConfig
+from hlotune.compiler.configs.layouts import DEFAULT_LAYOUT, LayoutConfig
 from hlotune.errors import HlotuneError
 
 

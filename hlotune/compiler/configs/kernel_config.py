@@ -6,7 +6,7 @@ CPU's analogue of a TPU kernel's tile). `llvm_kernel_options` (no unrolling, no 
 vectoriser, optimise for size) was tried on loop fusions in jaxlib 0.10.2 and gave
 byte-identical object code, so it is not offered (docs/compiler.md has the probe).
 
-A kernel's `fusion` decision changes XLA's fusion itself (compiler/fusion_rewrite.py):
+A kernel's `fusion` decision changes XLA's fusion itself (compiler/xla/fusion_rewrite.py):
 `"split:NAME"` moves instruction NAME of its fused computation (and what NAME needs) into a
 fusion of its own; `"merge"` inlines the kernel into its consumers. Partitions are set first,
 on the kernels XLA made; the fusion rewrites follow, merges before splits.
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from hlotune.compiler.fusion_rewrite import Module
-from hlotune.compiler.kernels import backend_config, kernel_lines, with_backend_config
+from hlotune.compiler.xla.fusion_rewrite import Module
+from hlotune.compiler.xla.kernels import backend_config, kernel_lines, with_backend_config
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text import HloText
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hlotune.compiler.flags import FLAG_OPTIONS, INERT_PASSES, KNOWN_PASSES
-from hlotune.compiler.persistent_cache import persistent_cache_off
+from hlotune.compiler.configs.flags import FLAG_OPTIONS, INERT_PASSES, KNOWN_PASSES
+from hlotune.compiler.xla.persistent_cache import persistent_cache_off
 from hlotune.data.schema import DISABLE_PASSES
 
 _LAST = "xla_hlotune_no_such_option"  # an option no XLA has: it ends every checked set

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.zygote import startup_environment
+from hlotune.compiler.measurement.zygote import startup_environment
 from hlotune.programs import Program, load_program, traces_abstractly
 
 # Above this the file costs more disk (often memory: /tmp) than a worker's init costs time.

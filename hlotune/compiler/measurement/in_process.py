@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.measure import MeasureSettings, Measurer
-from hlotune.compiler.worker import Worker, serve
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.measure import MeasureSettings, Measurer
+from hlotune.compiler.measurement.worker import Worker, serve
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program
 

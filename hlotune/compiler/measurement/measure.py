@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.worker_session import WorkerDied, WorkerSession
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.measurement.worker_session import WorkerDied, WorkerSession
 from hlotune.errors import HlotuneError
 
 OK, FAILED, WRONG_OUTPUT = "ok", "failed", "wrong_output"

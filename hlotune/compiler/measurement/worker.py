@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from hlotune.compiler.argument_files import load_with_arguments
-from hlotune.compiler.output_check import check_outputs
+from hlotune.compiler.measurement.argument_files import load_with_arguments
+from hlotune.compiler.measurement.output_check import check_outputs
 from hlotune.programs import Program
 
 
@@ -46,15 +46,15 @@ class Worker:
         """Measure `program`, a live one (in_process.py) or one loaded by spec. Its layout
         sites are found when a layout config is first checked: finding them lowers the
         program once more (0.1-0.3 s), which a worker measuring flags has no use for."""
-        from hlotune.compiler.layouts import LayoutSpace
+        from hlotune.compiler.configs.layouts import LayoutSpace
 
         self._space = LayoutSpace(program)
         return {"ok": True}
 
     def compile(self, id: str, config: dict, rtol: float | None = None, warmup: int = 2) -> dict:
         """Compile, warm up and check the outputs against the reference (the first compiled)."""
-        from hlotune.compiler.config import CompileConfig
-        from hlotune.compiler.hook import compile_config
+        from hlotune.compiler.configs.config import CompileConfig
+        from hlotune.compiler.xla.hook import compile_config
 
         parsed = CompileConfig.from_dict(config)
         self._space.check(parsed.layout)
@@ -77,8 +77,8 @@ class Worker:
 
     def module(self, config: dict) -> dict:
         """Compile only: the module XLA makes of `config`, for a model to screen (nothing runs)."""
-        from hlotune.compiler.config import CompileConfig
-        from hlotune.compiler.hook import compile_config
+        from hlotune.compiler.configs.config import CompileConfig
+        from hlotune.compiler.xla.hook import compile_config
 
         parsed = CompileConfig.from_dict(config)
         self._space.check(parsed.layout)
@@ -105,7 +105,7 @@ class Worker:
 
     def profile(self, id: str, runs: int) -> dict:
         """Each kernel's time from `runs` profiled calls, taken apart from the timed rounds."""
-        from hlotune.compiler.kernel_profile import profile_kernels
+        from hlotune.compiler.profiles.kernel_profile import profile_kernels
 
         executable, args = self._compiled[id]
         if not self._profiled:  # a process's first trace session runs its kernels slower

@@ -1,5 +1,5 @@
 """The measurement worker as a session: one process that loads the program, compiles configs by
-id and runs them, spoken to in JSON lines on its stdin and stdout (compiler/worker.py answers).
+id and runs them, spoken to in JSON lines on its stdin and stdout (compiler/measurement/worker.py answers).
 
 measure.py's Measurer drives it. A worker that crashes, exits or hangs past its timeout raises
 WorkerDied with the reason, read from the last fatal line XLA logged; `restart` starts a fresh
@@ -18,13 +18,13 @@ import tempfile
 import time
 from typing import TYPE_CHECKING
 
-from hlotune.compiler.argument_files import argument_file
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.zygote import ForkedWorker, start_worker
+from hlotune.compiler.measurement.argument_files import argument_file
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.zygote import ForkedWorker, start_worker
 from hlotune.errors import HlotuneError
 
 if TYPE_CHECKING:
-    from hlotune.compiler.measure import MeasureSettings
+    from hlotune.compiler.measurement.measure import MeasureSettings
 
 _FATAL = re.compile(r"^F\d{4} |.*Check failed")  # XLA's fatal log lines
 

@@ -29,12 +29,12 @@ import warnings
 from typing import IO, Any
 
 SWITCH = "HLOTUNE_FORK_WORKERS"
-WORKER_COMMAND = ("-m", "hlotune.compiler.worker")
+WORKER_COMMAND = ("-m", "hlotune.compiler.measurement.worker")
 # Environment variables read when a process starts or imports jax, not later.
 STARTUP_VARIABLES = ("JAX_", "XLA_", "TF_", "TPU_", "PYTHON", "LD_", "OMP_", "OPENBLAS_", "MKL_")
 # What a worker imports, some of it only at its first compile (jax.extend.core: a layout build).
-PRELOAD = ("hlotune.compiler.worker", "hlotune.compiler.config", "hlotune.compiler.hook",
-           "hlotune.compiler.layouts", "hlotune.programs.zoo", "jax.extend.core")
+PRELOAD = ("hlotune.compiler.measurement.worker", "hlotune.compiler.configs.config", "hlotune.compiler.xla.hook",
+           "hlotune.compiler.configs.layouts", "hlotune.programs.zoo", "jax.extend.core")
 
 
 def start_worker(stderr: IO[bytes]) -> subprocess.Popen | ForkedWorker:
@@ -265,8 +265,8 @@ def _fork_worker(channel: socket.socket, cwd: str, environment: dict[str, str], 
 
 
 def _run_worker(cwd: str, environment: dict[str, str], sigint: Any) -> None:
-    """Become `python -m hlotune.compiler.worker` started in `cwd`; never returns."""
-    from hlotune.compiler import worker
+    """Become `python -m hlotune.compiler.measurement.worker` started in `cwd`; never returns."""
+    from hlotune.compiler.measurement import worker
 
     signal.signal(signal.SIGINT, sigint)
     os.environ.clear()

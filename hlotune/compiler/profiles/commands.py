@@ -29,8 +29,8 @@ def add_commands(commands) -> None:
 
 
 def run_profile(args: argparse.Namespace) -> int:
-    from hlotune.compiler.config import DEFAULT_CONFIG, load_config
-    from hlotune.compiler.program_profile import format_profile, profile_program
+    from hlotune.compiler.configs.config import DEFAULT_CONFIG, load_config
+    from hlotune.compiler.profiles.program_profile import format_profile, profile_program
 
     config = DEFAULT_CONFIG if args.config is None else load_config(args.config)
     profile = profile_program(args.program, config, runs=args.runs)

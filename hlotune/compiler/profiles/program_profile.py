@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.kernels import kernels_of
-from hlotune.compiler.measure import MeasureSettings, Measurement, measure
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.xla.kernels import kernels_of
+from hlotune.compiler.measurement.measure import MeasureSettings, Measurement, measure
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text import source_lines
 

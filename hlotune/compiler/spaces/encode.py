@@ -13,11 +13,11 @@ from functools import cached_property
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.flags import FLAG_FEATURE_NAMES, FLAG_FEATURE_NUMERICS
-from hlotune.compiler.fusion_features import FusionSites
-from hlotune.compiler.kernel_space import program_module
-from hlotune.compiler.layouts import LayoutSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.configs.flags import FLAG_FEATURE_NAMES, FLAG_FEATURE_NUMERICS
+from hlotune.compiler.spaces.fusion_features import FusionSites
+from hlotune.compiler.spaces.kernel_space import program_module
+from hlotune.compiler.configs.layouts import LayoutSpace
 from hlotune.data.collections import COLLECTED
 from hlotune.data.sample import FlagConfigArrays, FusionConfigArrays, GraphArrays, GraphSample, LayoutConfigArrays
 from hlotune.errors import HlotuneError

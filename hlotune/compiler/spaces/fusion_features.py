@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hlotune.compiler.fusion_rewrite import SPLITS_PER_KERNEL
-from hlotune.compiler.fusion_space import fusion_choices
-from hlotune.compiler.kernel_config import MERGE, SPLIT, KernelConfig
-from hlotune.compiler.kernels import kernels_of
+from hlotune.compiler.xla.fusion_rewrite import SPLITS_PER_KERNEL
+from hlotune.compiler.spaces.fusion_space import fusion_choices
+from hlotune.compiler.configs.kernel_config import MERGE, SPLIT, KernelConfig
+from hlotune.compiler.xla.kernels import kernels_of
 from hlotune.errors import HlotuneError
 from hlotune.hlo.graph import HloGraph
 from hlotune.hlo.sources import from_text

@@ -14,9 +14,9 @@ consumer.
 
 from __future__ import annotations
 
-from hlotune.compiler.fusion_rewrite import FUSIBLE_CONSUMERS, Module, split_points
-from hlotune.compiler.kernel_config import MERGE, SPLIT
-from hlotune.compiler.kernels import kernels_of
+from hlotune.compiler.xla.fusion_rewrite import FUSIBLE_CONSUMERS, Module, split_points
+from hlotune.compiler.configs.kernel_config import MERGE, SPLIT
+from hlotune.compiler.xla.kernels import kernels_of
 
 
 def fusion_choices(text: str) -> dict[str, tuple[str, ...]]:

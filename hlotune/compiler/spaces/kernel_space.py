@@ -8,10 +8,10 @@ config's own kernel options are not applied here: its keys name kernels of this 
 
 from __future__ import annotations
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.hook import compile_with_pass
-from hlotune.compiler.kernels import Kernel, kernels_of
-from hlotune.compiler.layouts import LayoutSpace
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.xla.hook import compile_with_pass
+from hlotune.compiler.xla.kernels import Kernel, kernels_of
+from hlotune.compiler.configs.layouts import LayoutSpace
 
 
 def program_module(layouts: LayoutSpace, config: CompileConfig = DEFAULT_CONFIG) -> str:

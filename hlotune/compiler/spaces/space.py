@@ -5,7 +5,7 @@ Every strategy edits configs the same way: a config is a genome with one gene pe
 one per sampled HLO pass (disabled or not), one per layout site (a minor-to-major permutation,
 or None for the compiler's choice) and one per tunable kernel (its outer-dimension partitions,
 or None for XLA's choice: the "tile" space; or its fusion decision: the "fusion" space,
-compiler/fusion_space.py). A kernel space may stand on a `base` config: its kernels are those
+compiler/spaces/fusion_space.py). A kernel space may stand on a `base` config: its kernels are those
 XLA made under the base's flags and layouts, and every config it makes keeps them (how the
 "all" space tunes kernels after flags and layouts, tuning/strategies/staged.py). Independent genes are what mutation,
 crossover and Optuna's categorical parameters need. The one dependency among XLA's options
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.flags import (
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.flags import (
     FAST_MATH,
     FAST_MATH_ONLY,
     FLAG_OPTIONS,
@@ -35,10 +35,10 @@ from hlotune.compiler.flags import (
     SAMPLED_PASSES,
     FlagConfig,
 )
-from hlotune.compiler.kernel_config import KernelConfig
-from hlotune.compiler.kernels import Kernel
-from hlotune.compiler.layouts import LayoutConfig, LayoutSpace
-from hlotune.compiler.xla_support import xla_support
+from hlotune.compiler.configs.kernel_config import KernelConfig
+from hlotune.compiler.xla.kernels import Kernel
+from hlotune.compiler.configs.layouts import LayoutConfig, LayoutSpace
+from hlotune.compiler.configs.xla_support import xla_support
 from hlotune.errors import HlotuneError
 
 KERNEL_SPACES = ("tile", "fusion")  # whose genes are kernels of one compile

@@ -20,7 +20,7 @@ XLA compiles them and what they cost is for the compiler and the measurement to 
 
 from __future__ import annotations
 
-from hlotune.compiler.kernels import backend_config
+from hlotune.compiler.xla.kernels import backend_config
 from hlotune.errors import HlotuneError
 from hlotune.hlo.costs import NO_KERNEL
 from hlotune.hlo.text import NAME, HloText, InstructionLine, without_layout

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.persistent_cache import persistent_cache_off
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.xla.persistent_cache import persistent_cache_off
 from hlotune.errors import HlotuneError
 
 PASS_NAME = "hlotune"

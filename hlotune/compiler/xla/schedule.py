@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hlotune.compiler.hook import POST_SCHEDULER, compile_with_pass
+from hlotune.compiler.xla.hook import POST_SCHEDULER, compile_with_pass
 from hlotune.errors import HlotuneError
 from hlotune.hlo.text import HloText, InstructionLine
 

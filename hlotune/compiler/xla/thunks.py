@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, replace
 
-from hlotune.compiler.kernels import Kernel, backend_config, kernel_at
+from hlotune.compiler.xla.kernels import Kernel, backend_config, kernel_at
 from hlotune.hlo.costs import CONTROL_FLOW, NO_KERNEL
 from hlotune.hlo.text import HloText, InstructionLine, without_metadata, without_names
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.tuning.strategies.base import Trial
 
 

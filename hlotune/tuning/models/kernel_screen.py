@@ -5,7 +5,7 @@ the budget still counts configs measured, and `compiled`/`compile_s` say what sc
 
 Compiles are cached in the tuning database by config key (its `compiles` table, each thunk's
 module text once), so a resumed tune compiles nothing twice. A config XLA rejects or dies on
-scores last. The compiles run in a worker process of their own (compiler/measure.py), apart
+scores last. The compiles run in a worker process of their own (compiler/measurement/measure.py), apart
 from the one measuring, as XLA may crash on a config.
 """
 
@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.measure import Measurer, MeasureSettings
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.measure import Measurer, MeasureSettings
 from hlotune.kernels.program_model import CompiledModule, CompiledThunk, KernelProgramModel
 from hlotune.tuning.models.base import CostModel
 

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.data.metrics import average_ranks, kendall_tau
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.strategies.base import Trial

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.tuning.models.base import CostModel
 

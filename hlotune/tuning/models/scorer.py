@@ -1,7 +1,7 @@
 """The scorers of `hlotune eval` as the tuner's cost model, so only the best candidates get measured.
 
 `ScorerCostModel` wraps the scorers of `hlotune eval` (trained GNNs, baselines): it encodes the
-candidates exactly as collection does (hlotune.compiler.encode) and asks the scorer of each
+candidates exactly as collection does (hlotune.compiler.spaces.encode) and asks the scorer of each
 collection the space needs. A scorer knows one collection, so the flags space is ranked by a
 flags model, the layout space by a layout model, and the combined space by both: a candidate's
 score is the sum of its two ranks.
@@ -17,9 +17,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.encode import ConfigEncoder
-from hlotune.compiler.layouts import LayoutSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.spaces.encode import ConfigEncoder
+from hlotune.compiler.configs.layouts import LayoutSpace
 from hlotune.data.collections import RANKING
 from hlotune.data.metrics import average_ranks
 from hlotune.errors import HlotuneError

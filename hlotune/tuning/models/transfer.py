@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.data.builtin import resolve
 from hlotune.errors import HlotuneError
 from hlotune.tuning.models.base import CostModel

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.fusion_space import fusion_choices
-from hlotune.compiler.hook import require_hook
-from hlotune.compiler.kernel_space import program_module
-from hlotune.compiler.kernels import kernels_of
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.spaces.fusion_space import fusion_choices
+from hlotune.compiler.xla.hook import require_hook
+from hlotune.compiler.spaces.kernel_space import program_module
+from hlotune.compiler.xla.kernels import kernels_of
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.progress import note
 from hlotune.tuning.models.roofline import ModuleRoofline

@@ -9,8 +9,8 @@ sampler's) gets every part; a Strategy given whole is used as it is.
 
 from __future__ import annotations
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.registry import model_kind
 from hlotune.evaluation.scorers import Scorer

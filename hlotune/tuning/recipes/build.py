@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from hlotune.compiler.kernel_space import program_module
-from hlotune.compiler.layouts import LayoutSpace
+from hlotune.compiler.spaces.kernel_space import program_module
+from hlotune.compiler.configs.layouts import LayoutSpace
 from hlotune.programs import Program
 from hlotune.tuning.models.kernel_screen import KernelScreen
 from hlotune.tuning.options import TuneOptions

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.tuning.recipes.base import Recipe
 from hlotune.tuning.strategies.registry import PORTFOLIO
 

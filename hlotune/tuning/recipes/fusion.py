@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from hlotune.compiler.fusion_space import fusion_choices
-from hlotune.compiler.kernels import kernels_of
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.spaces.fusion_space import fusion_choices
+from hlotune.compiler.xla.kernels import kernels_of
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.evaluation.scorers import Scorer
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.roofline import ModuleRoofline

@@ -1,4 +1,4 @@
-"""The spaces `hlotune tune --space` names (compiler/space.py's kinds), each with the recipe
+"""The spaces `hlotune tune --space` names (compiler/spaces/space.py's kinds), each with the recipe
 that builds its search, imported when a tune builds one: the command line lists its choices
 without importing any."""
 

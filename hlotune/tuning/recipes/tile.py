@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from hlotune.compiler.kernels import kernels_of
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.xla.kernels import kernels_of
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.evaluation.scorers import Scorer
 from hlotune.tuning.models.base import CostModel
 from hlotune.tuning.models.registry import DEFAULT_MODEL

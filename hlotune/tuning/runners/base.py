@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.machine import Machine
-from hlotune.compiler.measure import BatchResult, MeasureSettings
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.machine import Machine
+from hlotune.compiler.measurement.measure import BatchResult, MeasureSettings
 
 
 class Runner(Protocol):

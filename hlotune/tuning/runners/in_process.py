@@ -2,7 +2,7 @@
 
 A function that jax.export cannot serialize (host callbacks: programs/callbacks.py) has no
 file a worker could load, so `hlotune.tune(fn, ...)` and `@autotune` measure it here
-(compiler/in_process.py), batch for batch as the local runner does, and say once, in one
+(compiler/measurement/in_process.py), batch for batch as the local runner does, and say once, in one
 warning line, why and what isolation that gives up (`runner_for`). By name (`in-process`) it
 measures any program spec here, as the worker would.
 """
@@ -13,8 +13,8 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from hlotune.compiler.in_process import ISOLATION, InProcessMeasurer
-from hlotune.compiler.measure import MeasureSettings
+from hlotune.compiler.measurement.in_process import ISOLATION, InProcessMeasurer
+from hlotune.compiler.measurement.measure import MeasureSettings
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.programs.function_program import FunctionProgram

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import BatchResult, MeasureSettings, Measurer
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.machine import this_machine
+from hlotune.compiler.measurement.measure import BatchResult, MeasureSettings, Measurer
 
 
 class LocalRunner:

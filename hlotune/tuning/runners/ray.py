@@ -29,9 +29,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hlotune.atomic import write_bytes_atomic
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.machine import Machine, this_machine
-from hlotune.compiler.measure import BatchResult, MeasureSettings, measure
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.machine import Machine, this_machine
+from hlotune.compiler.measurement.measure import BatchResult, MeasureSettings, measure
 from hlotune.errors import HlotuneError
 from hlotune.extras import require
 from hlotune.programs import EXPORT_PREFIX

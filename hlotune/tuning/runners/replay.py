@@ -18,9 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
-from hlotune.compiler.machine import this_machine
-from hlotune.compiler.measure import FAILED, OK, BatchResult, MeasureSettings, Measurement
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.measurement.machine import this_machine
+from hlotune.compiler.measurement.measure import FAILED, OK, BatchResult, MeasureSettings, Measurement
 from hlotune.data.npz import read_sample
 from hlotune.errors import HlotuneError
 

@@ -16,8 +16,8 @@ import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.measure import OK, BatchResult
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.measure import OK, BatchResult
 
 
 @dataclass(frozen=True)

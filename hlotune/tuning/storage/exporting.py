@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from hlotune.compiler.machine import Machine
+from hlotune.compiler.measurement.machine import Machine
 from hlotune.errors import HlotuneError
 from hlotune.tuning.storage.base import Decision, Export
 

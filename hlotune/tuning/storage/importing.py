@@ -15,8 +15,8 @@ import json
 import time
 from pathlib import Path
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.machine import Machine
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.machine import Machine
 from hlotune.errors import HlotuneError
 from hlotune.tuning.storage.base import Decision
 

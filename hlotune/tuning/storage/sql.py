@@ -27,9 +27,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.machine import Machine, this_machine
-from hlotune.compiler.measure import OK, BatchResult, Measurement
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.measurement.machine import Machine, this_machine
+from hlotune.compiler.measurement.measure import OK, BatchResult, Measurement
 from hlotune.errors import HlotuneError
 from hlotune.tuning.storage.base import Database, Decision, ProgramEntry, Record
 from hlotune.tuning.storage.compile_cache import CompileCache

@@ -19,7 +19,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.tuning.strategies.base import Strategy, Trial
 from hlotune.tuning.strategies.evolutionary import Evolutionary
 from hlotune.tuning.strategies.optuna_search import OptunaTPE

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
 
 
 @dataclass(frozen=True)

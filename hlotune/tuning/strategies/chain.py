@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from hlotune.compiler.config import CompileConfig
+from hlotune.compiler.configs.config import CompileConfig
 from hlotune.tuning.strategies.base import Strategy, Trial
 
 

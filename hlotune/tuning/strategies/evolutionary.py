@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.tuning.strategies.base import Strategy
 from hlotune.tuning.strategies.parts import StrategyParts
 

@@ -1,13 +1,13 @@
 """XTAT's tile autotuner on XLA:CPU: every kernel tuned on its own, the model choosing what to
 measure.
 
-A kernel's candidates are XLA's outer-dimension partitions (compiler/space.py's
+A kernel's candidates are XLA's outer-dimension partitions (compiler/spaces/space.py's
 PARTITION_CHOICES). A tile model named by the user ranks each kernel's candidates from the
 kernel's own graph (kernels/sample.py: the TpuGraphs tile format `pretrained:tile` was trained
 on); by default they come in a random order (seeded), which keeps more of the kernel time that
 measuring every candidate saves than the shipped model's order: 51% at one candidate and 73% at
 two, against its 34% and 58%, on the held-out kernels (docs/results/kernels.md).
-Since one profiled run times every kernel at once (compiler/kernel_profile.py), round r measures
+Since one profiled run times every kernel at once (compiler/profiles/kernel_profile.py), round r measures
 one program config in which every kernel takes its r-th favourite: `per_kernel` program
 measurements try that many candidates of every kernel. Each kernel's time is read relative to
 the same batch's default (`Trial.kernel_costs`), and the last config asked gives every kernel
@@ -23,16 +23,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.kernels import Kernel
-from hlotune.compiler.space import PARTITION_CHOICES, SearchSpace, tunable_kernels
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.xla.kernels import Kernel
+from hlotune.compiler.spaces.space import PARTITION_CHOICES, SearchSpace, tunable_kernels
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.scorers import Scorer
 from hlotune.hlo.text import HloText
 from hlotune.kernels.sample import kernel_sample
 from hlotune.tuning.strategies.base import Strategy, Trial
 
-KERNEL_GENE = "kernel:"  # compiler/space.py's prefix of a kernel's gene
+KERNEL_GENE = "kernel:"  # compiler/spaces/space.py's prefix of a kernel's gene
 # A kernel's candidate is taken only this much faster than XLA's choice in its batch: a default
 # replica's kernel time is off by 4.2% at the median but 31% at the 90th percentile, and a
 # kernel's neighbours move it further (docs/kernels.md).

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hlotune.compiler.config import CompileConfig
-    from hlotune.compiler.space import SearchSpace
+    from hlotune.compiler.configs.config import CompileConfig
+    from hlotune.compiler.spaces.space import SearchSpace
     from hlotune.tuning.models.base import CostModel
     from hlotune.tuning.strategies.base import Strategy
     from hlotune.tuning.strategies.optuna_search import OptunaStudy

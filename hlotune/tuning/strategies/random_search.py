@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from hlotune.compiler.config import CompileConfig
-from hlotune.compiler.space import SearchSpace
+from hlotune.compiler.configs.config import CompileConfig
+from hlotune.compiler.spaces.space import SearchSpace
 from hlotune.tuning.strategies.base import Strategy
 from hlotune.tuning.strategies.parts import StrategyParts
 

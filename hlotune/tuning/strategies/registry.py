@@ -15,7 +15,7 @@ from hlotune.lazy import Imported
 from hlotune.tuning.strategies.parts import StrategyFactory, StrategyParts
 
 if TYPE_CHECKING:
-    from hlotune.compiler.space import SearchSpace
+    from hlotune.compiler.spaces.space import SearchSpace
     from hlotune.tuning.models.base import CostModel
     from hlotune.tuning.strategies.base import Strategy
     from hlotune.tuning.strategies.optuna_search import OptunaStudy

@@ -1,7 +1,7 @@
 """The "all" space's search in stages, as XTAT tunes a program: flags and layouts first, then
 the kernels of the winner's compile, then their fusion.
 
-A kernel key names a kernel of one compile (compiler/kernels.py), and flags and layouts change
+A kernel key names a kernel of one compile (compiler/xla/kernels.py), and flags and layouts change
 which kernels XLA makes, so kernels cannot be genes beside the flags: they are tuned after them,
 on the module XLA compiles for the best config so far. Each stage is a strategy built when the
 stage begins, around that config, and asks until its share of the budget (in configs, or in
@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from hlotune.compiler.config import DEFAULT_CONFIG, CompileConfig
+from hlotune.compiler.configs.config import DEFAULT_CONFIG, CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.tuning.strategies.base import Strategy, Trial
 

@@ -86,3 +86,29 @@ def test_records_and_decisions_name_their_fingerprint_and_the_old_field_program_
     for value, kind in ((record, "Record"), (decision, "Decision")):
         with pytest.warns(DeprecationWarning, match=f"{kind}.program is deprecated: use {kind}.fingerprint"):
             assert value.program == value.fingerprint == "f" * 64
+
+
+@pytest.mark.parametrize("old, new", [("hlotune.compiler.measure", "hlotune.compiler.measurement.measure"),
+                                      ("hlotune.compiler.flags", "hlotune.compiler.configs.flags"),
+                                      ("hlotune.compiler.hook", "hlotune.compiler.xla.hook")])
+def test_a_compiler_module_moved_in_1_2_imports_by_its_old_path_with_a_warning(old, new, monkeypatch):
+    """The same module object under both names, so a class checked by isinstance is one class."""
+    import sys
+
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: use {new}"):
+        moved = importlib.import_module(old)
+    assert moved is importlib.import_module(new) and moved.__name__ == new
+
+
+def test_the_table_of_moved_compiler_modules_is_the_tree():
+    """Every module of compiler/'s folders has its pre-1.2 path in the table, and only those."""
+    from pathlib import Path
+
+    import hlotune.compiler
+
+    folder = Path(hlotune.compiler.__file__).parent
+    tree = {f"hlotune.compiler.{path.parent.name}.{path.stem}" for path in folder.glob("*/*.py")
+            if path.stem != "__init__"}
+    assert set(hlotune.compiler.MOVED.values()) == tree
+    assert not list(folder.glob("[!_]*.py"))  # nothing left at the top

@@ -135,6 +135,7 @@ def test_the_screen_compiles_each_config_once_across_tunes(tmp_path):
     finally:
         first.close()
     assert first.compiled == 3 and np.isfinite(scores[:2]).all()
+    assert first.statistics() == {"screened": 3, "screen_s": first.compile_s} and first.compile_s > 0
     # the same weights, but no thunk graphs known: they come from the database too
     second = KernelScreen("zoo:mlp@tiny", KernelProgramModel(first.model.kernel_model), db, "mlp")
     try:

@@ -122,9 +122,9 @@ def tune(
                 if prior is not None and prior is not options.model:  # a model given is the caller's
                     prior.close()
     result = tuner.result(decision, seconds=time.monotonic() - started)
-    screened, screen_s = (build.screen.compiled, build.screen.compile_s) if build.screen else (0, 0.0)
+    statistics = prior.statistics() if prior is not None else {}
     verified = _conclude(location, options, result, loaded if target is None else target.user, measurer.machine)
-    return replace(result, screened=screened, screen_s=screen_s, verified_speedup=verified, _caller=caller,
+    return replace(result, **statistics, verified_speedup=verified, _caller=caller,
                    _program=result._program if target is None else target.user)
 
 

@@ -23,6 +23,11 @@ class CostModel(ABC):
         """Learn from `trials` (costs relative to the default, which ran in `default_ns`);
         a model that cannot learn ignores them."""
 
+    def statistics(self) -> dict[str, int | float]:
+        """What the model's own work cost, as fields of the tune's TuneResult (a kernel screen:
+        the configs it compiled and the seconds it spent); none by default."""
+        return {}
+
     def close(self) -> None:
         """Free what the model holds (a worker, a database); the tune that built it calls this
         when it ends, and a model that holds nothing ignores it."""

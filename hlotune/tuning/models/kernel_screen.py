@@ -33,6 +33,9 @@ class KernelScreen(CostModel):
         self._db = TuningDatabase(db_path)
         self.compiled, self.compile_s = 0, 0.0  # configs this screen compiled, and the seconds
 
+    def statistics(self) -> dict[str, int | float]:
+        return {"screened": self.compiled, "screen_s": self.compile_s}
+
     def close(self) -> None:
         self._measurer.close()
         self._db.close()

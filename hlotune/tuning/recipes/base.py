@@ -109,9 +109,8 @@ def scored_prior(build: Build, model: str | Scorer) -> CostModel:
     """A model `hlotune eval` scores (a folder, pretrained:NAME, a baseline) or a scorer: a kernel
     program model screens compiled candidates, any other ranks them."""
     if isinstance(model, str) and (kernel_model := load_kernel_program_model(model)) is not None:
-        build.screen = KernelScreen(build.spec, kernel_model, build.db_location, build.fingerprint,
-                                    build.options.settings)
-        return build.screen
+        return KernelScreen(build.spec, kernel_model, build.db_location, build.fingerprint,
+                            build.options.settings)
     return ScorerCostModel(load_scorers(model, build.options.space), build.layouts, build.options.seed)
 
 

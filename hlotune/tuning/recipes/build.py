@@ -11,14 +11,12 @@ from pathlib import Path
 from hlotune.compiler.spaces.kernel_space import program_module
 from hlotune.compiler.configs.layouts import LayoutSpace
 from hlotune.programs import Program
-from hlotune.tuning.models.kernel_screen import KernelScreen
 from hlotune.tuning.options import TuneOptions
 
 
 @dataclass
 class Build:
-    """One tune's ingredients, and the kernel screen its prior built (the result reports what
-    screening cost)."""
+    """One tune's ingredients."""
 
     options: TuneOptions
     program: Program  # as measured
@@ -28,7 +26,6 @@ class Build:
     # there, and an Optuna study is kept beside it
     started: float  # time.monotonic() of the call: a time budget counts from it
     show: bool  # note each kernel stage as it begins
-    screen: KernelScreen | None = None
 
     @cached_property
     def layouts(self) -> LayoutSpace:

@@ -32,7 +32,7 @@ from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.evaluation.evaluate import evaluate
 from hlotune.evaluation.scorers import Scorer, load_scorer
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 from hlotune.models.ensemble import average_standardised, write_ensemble
 from hlotune.models.files import pretrained_folder
 from hlotune.train import TrainSettings, train
@@ -88,7 +88,7 @@ def train_variant(split: Path, settings: dict, seed: int, out: Path, epochs: int
     recipe = TrainSettings(epochs=epochs, seed=seed, patience=max(5, epochs // 4),
                            **{k: v for k, v in settings.items() if k not in MODEL_FIELDS})
     start = time.perf_counter()
-    train(train_dir or split / "train", split / "valid", out, recipe, model_config=config,
+    train(train_dir or split / "train", split / "valid", out, recipe, model_settings=config,
           progress=False)
     return time.perf_counter() - start
 

@@ -22,7 +22,7 @@ import torch
 import harness
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import read_sample
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 from hlotune.train import TrainSettings, train
 
 # Training graphs per collection in the public TpuGraphs download (its train splits).
@@ -49,14 +49,14 @@ def step_seconds(path: Path, config: ModelSettings, configs: int, steps: int) ->
         (data / path.name).symlink_to(path.resolve())
         result = train(data, None, Path(folder) / "run",
                        TrainSettings(epochs=steps + 1, configs_per_batch=configs),
-                       model_config=config, progress=False)
+                       model_settings=config, progress=False)
     return statistics.median(row.seconds for row in result.history[1:])
 
 
 def epoch_seconds(split: str, config: ModelSettings, configs: int) -> float:
     with tempfile.TemporaryDirectory() as folder:
         result = train(split, None, Path(folder) / "run", TrainSettings(epochs=2, configs_per_batch=configs),
-                       model_config=config, progress=False)
+                       model_settings=config, progress=False)
     return result.history[-1].seconds
 
 

@@ -23,7 +23,7 @@ def test_featurize_source_reads_a_source_and_the_old_name_warns_but_still_works(
 
 
 @pytest.mark.parametrize("module, old, new", [("hlotune.models", "ModelConfig", "ModelSettings"),
-                                              ("hlotune.models.config", "ModelConfig", "ModelSettings"),
+                                              ("hlotune.models.settings", "ModelConfig", "ModelSettings"),
                                               ("hlotune.opt.ppo", "PPOConfig", "PPOSettings"),
                                               ("hlotune.tuning.compiled", "compile_config", "compile_program"),
                                               ("hlotune.fleet", "Trial", "ProcessTrial"),
@@ -59,6 +59,20 @@ def test_tune_takes_the_database_as_db_and_its_old_keyword_db_path_warns_but_sti
             hlotune.tune("zoo:no-such-program", db_path=tmp_path / "t.sqlite", progress=False)
 
 
+@pytest.mark.parametrize("call", ["train", "cross_validate"])
+def test_training_takes_model_settings_and_its_old_keyword_model_config_warns_but_still_works(call, tmp_path):
+    from hlotune.errors import HlotuneError
+    from hlotune.models import ModelSettings
+
+    from hlotune.train import train
+
+    run = {"train": lambda **kw: train(tmp_path / "none", None, tmp_path / "out", **kw),
+           "cross_validate": lambda **kw: hlotune.cross_validate(tmp_path / "none", "gnn", folds=2, **kw)}[call]
+    with pytest.warns(DeprecationWarning, match=r"\(model_config=...\) is deprecated: use model_settings="):
+        with pytest.raises((HlotuneError, FileNotFoundError)):
+            run(model_config=ModelSettings())
+
+
 def test_the_database_stores_a_verification_as_record_verification_and_verify_warns_but_still_works(tmp_path):
     from hlotune.tuning.storage import TuningDatabase
     from hlotune.tuning.storage.fleet_log import Verification
@@ -90,8 +104,9 @@ def test_records_and_decisions_name_their_fingerprint_and_the_old_field_program_
 
 @pytest.mark.parametrize("old, new", [("hlotune.compiler.measure", "hlotune.compiler.measurement.measure"),
                                       ("hlotune.compiler.flags", "hlotune.compiler.configs.flags"),
-                                      ("hlotune.compiler.hook", "hlotune.compiler.xla.hook")])
-def test_a_compiler_module_moved_in_1_2_imports_by_its_old_path_with_a_warning(old, new, monkeypatch):
+                                      ("hlotune.compiler.hook", "hlotune.compiler.xla.hook"),
+                                      ("hlotune.models.config", "hlotune.models.settings")])
+def test_a_module_moved_in_1_2_imports_by_its_old_path_with_a_warning(old, new, monkeypatch):
     """The same module object under both names, so a class checked by isinstance is one class."""
     import sys
 

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.data.npz import write_sample
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 from hlotune.train import TrainSettings, train
 from hlotune.train.gst import GSTSettings
 
@@ -39,7 +39,7 @@ def test_two_processes_agree_with_one(tmp_path):
     settings = TrainSettings(epochs=2, configs_per_batch=8, graphs_per_step=2,
                              gst=GSTSettings(segment_size=100))
     single = train(data, data, tmp_path / "one", settings, progress=False,
-                   model_config=ModelSettings(hidden_dim=16, num_layers=2))
+                   model_settings=ModelSettings(hidden_dim=16, num_layers=2))
     ddp = load_file(tmp_path / "ddp" / "model" / "model.safetensors")
     one = load_file(single.model_dir / "model.safetensors")
     assert ddp.keys() == one.keys()

@@ -171,7 +171,7 @@ def test_training_with_gst_and_compression_end_to_end(tmp_path, layout_sample):
         gst=GSTSettings(segment_size=200, segments_sampled=2, partition="topological"),
     )
     result = train(data, data, tmp_path / "run", settings, progress=False,
-                   model_config=replace(SMALL, collapse_chains=True))
+                   model_settings=replace(SMALL, collapse_chains=True))
     assert result.epochs_run == 2 and result.best_value is not None
     model = GraphCostModel.load(result.model_dir)
     assert model.config.collapse_chains  # eval and predict collapse the graph the same way

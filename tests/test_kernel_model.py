@@ -22,7 +22,7 @@ from hlotune.kernels.label_collection import LabelSettings, label_program
 from hlotune.kernels.labels import KernelGraphs, ProgramKernels, collected_configs, kernel_samples, labels_of
 from hlotune.kernels.program_model import KernelProgramModel, KernelScorer, Overhead, fit_overhead
 from hlotune.kernels.sample import CODEGEN_COLUMNS, OPTIONS_AT, codegen_options
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 
 
 def _compiled_text(fn, *args, options=None) -> str:

@@ -467,7 +467,7 @@ def test_data_that_does_not_fit_the_model_is_a_clean_error(change, message):
         predict_scores(model, change(sample))
 
 
-def test_model_config_rejects_bad_values():
+def test_model_settings_rejects_bad_values():
     with pytest.raises(HlotuneError, match="join"):
         ModelSettings(join="middle")
     with pytest.raises(HlotuneError, match="layout_join"):

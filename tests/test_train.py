@@ -24,7 +24,7 @@ pytestmark = pytest.mark.usefixtures("one_thread")
 
 TINY = ModelSettings(hidden_dim=8, opcode_dim=4, num_layers=2, prune_hops=2)
 FAST = TrainSettings(configs_per_batch=20, lr=1e-2)
-RUN = dict(model_config=TINY, progress=False)
+RUN = dict(model_settings=TINY, progress=False)
 
 
 # Losses. Scores are predicted log runtimes: lower = faster.

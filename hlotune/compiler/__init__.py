@@ -1,4 +1,6 @@
-"""XLA:CPU as the compiler in the loop, in the order a config travels:
+"""XLA:CPU as the compiler in the loop: flag, layout and per-kernel options, the config space, its pass inside XLA, measurement and profiles.
+
+Its folders, in the order a config travels:
 
     configs/      what XLA is told: flags, layouts, per-kernel options, what this XLA takes
     spaces/       a program's configs as genes, and their encoding for the cost models
@@ -12,11 +14,7 @@ the moved module, with a DeprecationWarning, for one release.
 
 from __future__ import annotations
 
-import importlib
-import importlib.abc
-import importlib.machinery
-import sys
-import warnings
+from hlotune.deprecation import moved_modules
 
 _GROUPS = {
     "configs": ("config", "flags", "layouts", "kernel_config", "xla_support"),
@@ -28,23 +26,4 @@ _GROUPS = {
 }
 MOVED = {f"{__name__}.{module}": f"{__name__}.{group}.{module}"
          for group, modules in _GROUPS.items() for module in modules}
-
-
-class _MovedModule(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports a module's pre-1.2 path as its new one: the same module object, so its state
-    and classes are shared (isinstance holds across both names)."""
-
-    def find_spec(self, name, path=None, target=None):
-        return importlib.machinery.ModuleSpec(name, self) if name in MOVED else None
-
-    def create_module(self, spec):
-        return None
-
-    def exec_module(self, module) -> None:
-        new = MOVED[module.__name__]
-        warnings.warn(f"{module.__name__} is deprecated: use {new}", DeprecationWarning, stacklevel=2)
-        sys.modules[module.__name__] = importlib.import_module(new)  # what the import returns
-
-
-if not any(isinstance(finder, _MovedModule) for finder in sys.meta_path):
-    sys.meta_path.append(_MovedModule())
+moved_modules(MOVED)

@@ -136,7 +136,7 @@ def _cross_validate(args: argparse.Namespace) -> int:
 
     result = cross_validate(
         args.data, args.model, folds=DEFAULT_FOLDS if args.folds is None else args.folds,
-        seed=args.seed or 0, settings=recipe_settings(args), model_config=recipe_model_settings(args),
+        seed=args.seed or 0, settings=recipe_settings(args), model_settings=recipe_model_settings(args),
         progress=not args.quiet,
     )
     print(json.dumps(result.to_json()) if args.json

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hlotune.data.dataset import Dataset
+from hlotune.deprecation import renamed_keyword
 from hlotune.errors import HlotuneError
 from hlotune.evaluation.evaluate import Evaluation, evaluate
 from hlotune.evaluation.scorers import GBDT_OBJECTIVES, GNN, ModelScorer, Scorer, load_scorer
@@ -36,7 +37,7 @@ from hlotune.hlo.inspection import family_of
 from hlotune.progress import progress_bar
 
 if TYPE_CHECKING:
-    from hlotune.models.config import ModelSettings
+    from hlotune.models.settings import ModelSettings
     from hlotune.train.trainer import TrainSettings
 
 GBDT = {f"baseline:{name}": objective for name, objective in GBDT_OBJECTIVES.items()}
@@ -74,12 +75,16 @@ def cross_validate(
     folds: int,
     seed: int = 0,
     settings: TrainSettings | None = None,
-    model_config: ModelSettings | None = None,
+    model_settings: ModelSettings | None = None,
     progress: bool = False,
+    model_config: ModelSettings | None = None,
 ) -> CrossValidation:
     """Leave-family-out cross-validation of `model` (one of MODELS) on the labelled graphs
     of `data` (folders or files, pooled). `seed` deals the families and seeds GNN training;
-    `settings` (but their seed) and `model_config` are `hlotune.train.train`'s for `gnn`."""
+    `settings` (but their seed) and `model_settings` (`model_config`, its old name, for one
+    release) are `hlotune.train.train`'s for `gnn`."""
+    model_settings = renamed_keyword(model_settings, model_config, call="hlotune.cross_validate",
+                                     old="model_config", new="model_settings")
     if model not in MODELS:
         raise HlotuneError(
             f"{model} cannot be cross-validated: only a model trained per fold can "
@@ -92,7 +97,7 @@ def cross_validate(
     started = time.perf_counter()
     graphs = _labelled_graphs(Dataset(data))
     groups = partition(list(graphs.values()), folds, seed)
-    fit = _trainer(model, seed, settings, model_config, progress)
+    fit = _trainer(model, seed, settings, model_settings, progress)
     results = [
         _run_fold(index, held_out, graphs, fit)
         for index, held_out in enumerate(progress_bar(groups, show=progress, desc="cv",
@@ -151,10 +156,10 @@ def _run_fold(index: int, held_out: list[str], graphs: dict[Path, str],
 
 
 def _trainer(model: str, seed: int, settings: TrainSettings | None,
-             model_config: ModelSettings | None, progress: bool) -> Callable[[list[Path]], Scorer]:
+             model_settings: ModelSettings | None, progress: bool) -> Callable[[list[Path]], Scorer]:
     """A function from a fold's training files to the scorer trained on them."""
     if model == GNN:
-        return lambda files: _train_gnn(files, seed, settings, model_config, progress)
+        return lambda files: _train_gnn(files, seed, settings, model_settings, progress)
     if model in GBDT:
         from hlotune.models.baselines.gbdt import GbdtBaseline
 
@@ -163,12 +168,12 @@ def _trainer(model: str, seed: int, settings: TrainSettings | None,
 
 
 def _train_gnn(files: list[Path], seed: int, settings: TrainSettings | None,
-               model_config: ModelSettings | None, progress: bool) -> Scorer:
+               model_settings: ModelSettings | None, progress: bool) -> Scorer:
     from hlotune.train import TrainSettings, train
 
     settings = replace(settings or TrainSettings(), seed=seed)
     with tempfile.TemporaryDirectory(prefix="hlotune-cv-") as out:
-        result = train(files, None, out, settings, model_config=model_config, progress=progress)
+        result = train(files, None, out, settings, model_settings=model_settings, progress=progress)
         return ModelScorer.load(result.model_dir)
 
 

@@ -20,7 +20,7 @@ import numpy as np
 from hlotune.compiler.configs.config import CompileConfig
 from hlotune.errors import HlotuneError
 from hlotune.kernels.labels import LABELS, KernelGraphs, ProgramKernels, kernel_samples
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 
 if TYPE_CHECKING:  # torch loads when training starts: a wrong option fails at once
     from hlotune.train.trainer import TrainSettings
@@ -70,7 +70,7 @@ def write_samples(programs: list[LabelledProgram], graphs: KernelGraphs, folder:
 
 
 def train_kernels(out: Path, settings: TrainSettings | None = None,
-                  model_config: ModelSettings = ModelSettings(), spaces: tuple[str, ...] = ("flags",),
+                  model_settings: ModelSettings = ModelSettings(), spaces: tuple[str, ...] = ("flags",),
                   progress: bool = True):
     """Train into `out` (`samples/` holds the kernel samples, kept for inspection; `run/` the
     training run; `model/` the program model)."""
@@ -90,7 +90,7 @@ def train_kernels(out: Path, settings: TrainSettings | None = None,
           flush=True)
     run = out / "run"
     shutil.rmtree(run, ignore_errors=True)
-    result = train(samples, None, run, settings, model_config=model_config, progress=progress)
+    result = train(samples, None, run, settings, model_settings=model_settings, progress=progress)
     model = KernelProgramModel(GraphCostModel.load(result.model_dir), graphs=graphs)
     sums = [model.kernels_ns(model.from_labels(p.labels, p.configs)) for p in train_programs]
     model.overhead = fit_overhead(sums, [p.labels.static_calls.sum(axis=1) for p in train_programs],

@@ -32,7 +32,7 @@ from torch.nn import functional as F
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.attention import ConfigSoftmax, CrossConfigAttention
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 from hlotune.models.convs import make_conv
 from hlotune.models.files import CONFIG_FILE, WEIGHTS_FILE, read_model_files, write_model_files
 from hlotune.models.inputs import GraphInputs

@@ -18,7 +18,7 @@ from hlotune.data.sample import FlagConfigArrays, GraphSample, LayoutConfigArray
 from hlotune.errors import HlotuneError
 from hlotune.hlo.opcodes import NUM_OPCODES
 from hlotune.models.compress import collapse_chains, select_configs
-from hlotune.models.config import LAYOUT_CONFIG_DIM, ModelSettings
+from hlotune.models.settings import LAYOUT_CONFIG_DIM, ModelSettings
 
 
 @dataclass

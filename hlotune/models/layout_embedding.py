@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from hlotune.models.config import LAYOUT_CONFIG_DIM
+from hlotune.models.settings import LAYOUT_CONFIG_DIM
 
 VALUES = 7  # -1, 0, 1, ..., 5
 

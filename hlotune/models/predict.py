@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from hlotune.data.sample import GraphSample
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 from hlotune.models.gnn import GraphCostModel
 from hlotune.models.inputs import config_inputs, graph_inputs, prior_inputs, prior_rows
 

@@ -18,7 +18,7 @@ from hlotune.errors import HlotuneError
 from hlotune.progress import add_quiet
 
 if TYPE_CHECKING:
-    from hlotune.models.config import ModelSettings
+    from hlotune.models.settings import ModelSettings
     from hlotune.train.trainer import TrainSettings
 
 
@@ -134,7 +134,7 @@ def recipe_settings(args: argparse.Namespace, **fields) -> TrainSettings:
 
 def recipe_model_settings(args: argparse.Namespace) -> ModelSettings:
     """The architecture options of `add_recipe_arguments` as a ModelSettings."""
-    from hlotune.models.config import ModelSettings
+    from hlotune.models.settings import ModelSettings
 
     return ModelSettings(
         hidden_dim=args.hidden, num_layers=args.layers, conv=args.conv, join=args.join,
@@ -189,7 +189,7 @@ def _train(args: argparse.Namespace) -> int:
         args, seed=args.seed, graphs_per_step=args.graphs_per_step, gst=_gst_settings(args),
         joint_data=args.joint_data, joint_weight=args.joint_weight,
     )
-    result = train(args.data, args.valid, args.out, settings, model_config=recipe_model_settings(args),
+    result = train(args.data, args.valid, args.out, settings, model_settings=recipe_model_settings(args),
                    resume=args.resume, progress=not args.quiet)
     if os.environ.get("RANK", "0") != "0":  # torchrun: rank 0 reports
         return 0

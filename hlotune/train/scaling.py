@@ -180,7 +180,7 @@ def build_graph(nodes: int, pool: int, path: Path) -> None:
 
 def _train(path: Path, settings: ScaleSettings) -> list[float]:
     """Seconds of each step: one-graph epochs, from the trainer's log."""
-    from hlotune.models.config import ModelSettings
+    from hlotune.models.settings import ModelSettings
     from hlotune.train import trainer
     from hlotune.train.gst import GSTSettings
 
@@ -190,7 +190,7 @@ def _train(path: Path, settings: ScaleSettings) -> list[float]:
     recipe = trainer.TrainSettings(epochs=settings.steps, configs_per_batch=settings.configs, gst=gst)
     with tempfile.TemporaryDirectory() as out:
         result = trainer.train(path, None, Path(out) / "run", recipe, progress=False,
-                               model_config=ModelSettings(hidden_dim=settings.hidden))
+                               model_settings=ModelSettings(hidden_dim=settings.hidden))
     return [row.seconds for row in result.history]
 
 

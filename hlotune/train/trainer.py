@@ -30,8 +30,9 @@ import torch
 
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import GraphSample
+from hlotune.deprecation import renamed_keyword
 from hlotune.errors import HlotuneError
-from hlotune.models.config import ModelSettings
+from hlotune.models.settings import ModelSettings
 from hlotune.models.ensemble import member_folders
 from hlotune.models.files import TRAINED_MODEL_DIR
 from hlotune.models.gnn import GraphCostModel
@@ -124,14 +125,15 @@ def train(
     out_dir: PathLike,
     settings: TrainSettings = TrainSettings(),
     *,
-    model_config: ModelSettings | None = None,
+    model_settings: ModelSettings | None = None,
     resume: bool = False,
     progress: bool = True,
+    model_config: ModelSettings | None = None,
 ) -> TrainResult:
     """Train on the graphs under `train_dirs` (one collection), validating on `valid_dir`, as
     `settings` say.
 
-    `model_config` sets the architecture; its data fields are filled from the data. Without
+    `model_settings` (`model_config`, its old name, for one release) sets the architecture; its data fields are filled from the data. Without
     `valid_dir` the last epoch is the best and training never stops early. `resume=True`
     continues the run in `out_dir`, with the same settings except `epochs` (more epochs also
     stretch the cosine schedule) and `patience`; without it `out_dir` must not hold a run
@@ -145,9 +147,11 @@ def train(
     (multitask.py), its loss weighted by `joint_weight`; the companion at the best epoch goes to
     `out_dir/joint-model/`. A joint run cannot be resumed.
     """
+    model_settings = renamed_keyword(model_settings, model_config, call="hlotune.train.train",
+                                     old="model_config", new="model_settings")
     group = distributed.join()
     try:
-        result = _train(train_dirs, valid_dir, Path(out_dir), settings, model_config, resume,
+        result = _train(train_dirs, valid_dir, Path(out_dir), settings, model_settings, resume,
                         progress and group.is_main, group)
         distributed.finish(group)
         return result
@@ -160,7 +164,7 @@ def _train(
     valid_dir: PathLike | None,
     out: Path,
     settings: TrainSettings,
-    model_config: ModelSettings | None,
+    model_settings: ModelSettings | None,
     resume: bool,
     progress: bool,
     group: Group,
@@ -177,7 +181,7 @@ def _train(
         raise HlotuneError("a joint run (--joint-data) runs in one process and cannot be resumed")
     if resume:
         model, optimizer_state, state = load_checkpoint(out / CHECKPOINT_DIR, device)
-        _check_resumable(state, settings, model_config, model.config)
+        _check_resumable(state, settings, model_settings, model.config)
         state.settings = asdict(settings)
     else:
         if (out / CHECKPOINT_DIR).exists() or (out / MODEL_DIR).exists():
@@ -185,7 +189,7 @@ def _train(
                 f"{out}: holds a training run already; resume it or use another folder"
             )
         torch.manual_seed(seed)
-        model, steps_per_epoch = _new_model(train_sets, model_config or ModelSettings())
+        model, steps_per_epoch = _new_model(train_sets, model_settings or ModelSettings())
         if settings.init_from is not None:
             transfer_node_layers(GraphCostModel.load(member_folders(settings.init_from)[0]), model)
         model.to(device)
@@ -312,7 +316,7 @@ def _keep_best(
 def _check_resumable(
     state: TrainerState,
     settings: TrainSettings,
-    model_config: ModelSettings | None,
+    model_settings: ModelSettings | None,
     saved: ModelSettings,
 ) -> None:
     defaults = {f.name: f.default for f in fields(TrainSettings)}  # of settings added later
@@ -325,8 +329,8 @@ def _check_resumable(
             f"cannot resume with other settings ({', '.join(changed)}: was "
             f"{', '.join(repr(state.settings.get(n)) for n in changed)})"
         )
-    if model_config is not None:
-        wanted = model_config.with_data(
+    if model_settings is not None:
+        wanted = model_settings.with_data(
             saved.collection, saved.node_feat_dim, saved.config_dim, saved.config_feat_names
         )
         if wanted != saved:

@@ -15,7 +15,6 @@ and compiling all spend it.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 
 from hlotune.compiler.measurement.argument_files import offer
 from hlotune.compiler.measurement.machine import Machine
+from hlotune.deprecation import renamed_keyword
 from hlotune.errors import HlotuneError
 from hlotune.programs import Program, load_program
 from hlotune.programs.calls import BoundCall, jit_function
@@ -87,9 +87,7 @@ def tune(
     function = None if isinstance(program, (str, FunctionProgram)) else program
     chosen, arguments = split_keywords(keywords, tune, OPTION_NAMES, function)
     options = replace(options or TuneOptions(), **chosen)
-    if db_path is not None:
-        warnings.warn("hlotune.tune(db_path=...) is deprecated: use db=...", DeprecationWarning, stacklevel=2)
-    location = db or db_path or default_db_location()
+    location = renamed_keyword(db, db_path, call="hlotune.tune", old="db_path", new="db") or default_db_location()
     folder = local_folder(location)  # exported programs
     folder.mkdir(parents=True, exist_ok=True)
     caller, target = None, program if isinstance(program, FunctionProgram) else None

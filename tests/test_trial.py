@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import subprocess
 import sys
 import warnings
@@ -170,6 +171,44 @@ def test_a_decision_kept_by_its_trial_runs_from_then_on(tmp_path, monkeypatch, c
     with TuningDatabase(location) as db:
         (recording,) = db.recordings()
     assert recording.calls == 7  # trial calls count as the program's calls
+
+
+def test_a_near_tie_kept_is_tried_again_later_and_loses_its_place_if_it_lost_its_lead(tmp_path, monkeypatch, capfd):
+    """Two executables' relative speed drifts within a process: a decision kept by a small
+    margin gets a second trial, whose loss puts jax.jit's executable back (the rule is told
+    to keep, then to reject, as no config here drifts on cue)."""
+    from hlotune.fleet import jitted
+
+    location, planted = str(tmp_path / "fleet.sqlite"), CompileConfig(FlagConfig.from_dict({"xla_cpu_use_xnnpack": False}))
+    fingerprint = _plant(location, planted)
+    monkeypatch.setattr(trials.ProcessTrial, "_decide",
+                        lambda self: (REJECTED if self.recheck else KEPT) if self.pairs >= 2 else None)
+    monkeypatch.setattr(trials, "RECHECK_BELOW", math.inf)  # whatever this run's margin
+    monkeypatch.setattr(jitted, "RECHECK_S", 0.0)
+    step, u = hlotune.jit(stencil, db=location), jnp.ones((256, 256))
+    for _ in range(6):
+        step(u)
+    assert step.choice(u).source == DATABASE and "to be tried again in 0 s" in capfd.readouterr().err
+    for _ in range(16):  # the next sampled call opens the second trial, which rejects
+        np.testing.assert_allclose(step(u), jax.jit(stencil)(u), rtol=1e-6)
+    assert step.choice(u).source == JIT
+    assert "keeps jax.jit's executable" in capfd.readouterr().err
+    recorder_for(location).flush()
+    with TuningDatabase(location) as db:  # the process's last word
+        (outcome,) = db.field(fingerprint, planted.key).trials
+        assert outcome.verdict == REJECTED
+
+
+def test_only_a_near_tie_kept_on_its_own_pairs_is_tried_again():
+    assert _run(2.0, 1.9, jitter=0.01).rechecks  # 1.05x
+    assert not _run(2.0, 1.0, jitter=0.01).rechecks  # 2x: drift does not turn it
+    assert not _run(1.9, 2.0, jitter=0.01).rechecks  # rejected
+    assert not _run(2.0, 1.0, field_speedup=2.0).rechecks  # kept at the field's bar
+    second = ProcessTrial("{}", 0.0, recheck=True)
+    while second.verdict is None:
+        arm = second.next_arm()
+        second.add(arm, 2e-3 if arm == JIT_ARM else 1.9e-3)
+    assert second.verdict == KEPT and not second.rechecks  # tried twice at most
 
 
 def test_a_tied_trial_keeps_the_decision_the_fields_pairs_show_faster(tmp_path, monkeypatch, capfd):

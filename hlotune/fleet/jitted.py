@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from hlotune.fleet.recorder import ProgramCalls, recorder_for, timed_call
-from hlotune.fleet.trial import JIT_ARM, ProcessTrial
+from hlotune.fleet.trial import JIT_ARM, RECHECK_S, ProcessTrial
 from hlotune.programs.calls import BoundCall, jit_function
 from hlotune.programs.function_program import FunctionProgram
 from hlotune.programs.keys import KeyedFunction
@@ -80,6 +80,7 @@ class Recorded(Entry):
 
     calls: ProgramCalls | None = None
     trial: ProcessTrial | None = None
+    recheck_at: float | None = None  # time.monotonic() from which a kept near-tie is tried again
 
 
 class Jitted(Autotuned):
@@ -141,6 +142,8 @@ class Jitted(Autotuned):
 
     def _run(self, call: BoundCall, entry: Recorded, args: tuple, kwargs: dict):
         self._checked = self._checked_calls = None
+        if entry.recheck_at is not None and time.monotonic() >= entry.recheck_at:
+            entry = self._reopen(entry)
         if entry.trial is not None:
             return self._trial_call(call, entry, args, kwargs)
         if entry.choice.source == JIT:
@@ -177,22 +180,39 @@ class Jitted(Autotuned):
             self._recorder.flush_if_due()
         return out
 
+    def _reopen(self, entry: Recorded) -> Recorded:
+        """The decision's second trial in this process, in the entry's place (trial.py)."""
+        fingerprint = entry.choice.fingerprint
+        trial = ProcessTrial(entry.choice.config.key, 0.0, recheck=True)
+        self._recorder.trials[fingerprint] = trial
+        reopened = Recorded(Choice(entry.choice.config, TRIAL, fingerprint), entry.call, entry.calls, trial)
+        self._replace(entry, reopened)
+        return reopened
+
+    def _replace(self, entry: Recorded, new: Recorded) -> None:
+        key = next(k for k, e in self._entries.items() if e is entry)
+        self._entries[key] = new
+
     def _settle(self, entry: Recorded) -> None:
-        """Put the trial's winner in the entry's place and say once what was kept and why."""
-        trial, fingerprint, name = entry.trial, entry.choice.fingerprint, _qualified_name(self._fn)
+        """Put the trial's winner in the entry's place and say once what was kept and why (a
+        second trial, only where it puts jax.jit's executable back)."""
+        trial, fingerprint = entry.trial, entry.choice.fingerprint
         kept, why = self._verdict(trial, fingerprint)
         if kept:
-            winner = Recorded(Choice(entry.choice.config, DATABASE, fingerprint), entry.call, entry.calls)
-            what = "the config tuned for it"
+            again = time.monotonic() + RECHECK_S if trial.rechecks else None
+            winner = Recorded(Choice(entry.choice.config, DATABASE, fingerprint), entry.call, entry.calls,
+                              recheck_at=again)
+            what = "the config tuned for it" + (f", to be tried again in {RECHECK_S:.0f} s" if again else "")
         else:
             winner = Recorded(Choice(DEFAULT_CONFIG, JIT, fingerprint), self._jax, entry.calls)
             what = "jax.jit's executable"
-        key = next(k for k, e in self._entries.items() if e is entry)
-        self._entries[key] = winner
-        self._recorder.announce(fingerprint, (
-            f"{name} keeps {what}: the tuned config ran {trial.speedup:.3f}x over jax.jit in this process's trial "
-            f"({trial.pairs} pairs of calls, {trial.compile_s:.2f} s to compile it; {why}; "
-            f"HLOTUNE_TRIAL=0 skips the trial, HLOTUNE_DISABLE=1 turns hlotune off)"))
+        self._replace(entry, winner)
+        if not trial.recheck:
+            self._recorder.announce(fingerprint, _kept(self._fn, what, trial, "trial", why,
+                                                       f", {trial.compile_s:.2f} s to compile it"))
+        elif not kept:
+            self._recorder.announce(f"{fingerprint} second trial", _kept(
+                self._fn, what, trial, f"second trial, {RECHECK_S:.0f} s after its first kept it", why, ""))
         self._recorder.flush()  # the verdict, batched with the counts so far
 
     def _verdict(self, trial: ProcessTrial, fingerprint: str) -> tuple[bool, str]:
@@ -274,6 +294,12 @@ class Jitted(Autotuned):
 
 def _as_tuple(value: int | str | Sequence | None) -> tuple:
     return () if value is None else (value,) if isinstance(value, (int, str)) else tuple(value)
+
+
+def _kept(fn: Callable, what: str, trial: ProcessTrial, which: str, why: str, cost: str) -> str:
+    return (f"{_qualified_name(fn)} keeps {what}: the tuned config ran {trial.speedup:.3f}x over jax.jit in this "
+            f"process's {which} ({trial.pairs} pairs of calls{cost}; {why}; "
+            f"HLOTUNE_TRIAL=0 skips the trial, HLOTUNE_DISABLE=1 turns hlotune off)")
 
 
 def _applied(name: str, decision: Decision) -> str:

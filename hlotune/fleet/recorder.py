@@ -118,10 +118,10 @@ class Recorder:
     def broken(self) -> bool:
         return self._broken
 
-    def announce(self, fingerprint: str, message: str) -> None:
-        """Say `message` on stderr, once per program and process."""
-        if fingerprint not in self._announced:
-            self._announced.add(fingerprint)
+    def announce(self, key: str, message: str) -> None:
+        """Say `message` on stderr, once per `key` (a program's fingerprint) and process."""
+        if key not in self._announced:
+            self._announced.add(key)
             note(f"hlotune: {message}")
 
     def timed(self, calls: ProgramCalls, run: Callable[[], Any], args: tuple) -> Any:

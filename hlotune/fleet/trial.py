@@ -31,6 +31,13 @@ large gain is where a trial costs most (tv3d's 3.8x: each of jax.jit's calls cos
 of the decision), and there a pair beyond half the gain is what noise almost never makes; a
 process where the decision loses still shows it in its first pairs, and the usual rule goes
 on. A field gain below TIE squared gives no such bar: its trials run the usual rule.
+
+A decision kept by a small margin (a median below RECHECK_BELOW) is tried once more, RECHECK_S
+seconds later in the same process (jitted.py): two executables' relative speed drifts within
+a process too (5-13% over seconds on these machines, docs/results/tuning.md), enough to turn a
+near-tie. The re-trial runs the same rule afresh, and its verdict is the process's last word: a
+tie or a loss puts jax.jit's executable back. The field keeps a process's last trial of a
+config. A large gain, or one kept at the field's bar, is not tried again.
 """
 
 from __future__ import annotations
@@ -49,6 +56,8 @@ MIN_REJECT_PAIRS = 5  # counted pairs before it may reject one (5 losses of 5: A
 MAX_PAIRS = 64  # counted pairs at most: undecided by then, the trial is TIED
 MAX_SLOWER_S = 2.0  # seconds of counted calls at either executable, at most
 CONFIRMED_PAIRS = 3  # pairs after which a decision the field confirmed may be kept
+RECHECK_BELOW = 1.15  # a decision kept at a median below this is tried once more, RECHECK_S later
+RECHECK_S = 10.0
 
 
 class ProcessTrial:
@@ -56,9 +65,11 @@ class ProcessTrial:
     call, `add` takes its time, and `verdict` is KEPT, REJECTED or TIED once decided (None
     before)."""
 
-    def __init__(self, config_key: str, compile_s: float, field_speedup: float | None = None) -> None:
-        """`field_speedup`: the field's median speedup of a decision it confirmed; None else."""
-        self.config_key, self.compile_s = config_key, compile_s
+    def __init__(self, config_key: str, compile_s: float, field_speedup: float | None = None, *,
+                 recheck: bool = False) -> None:
+        """`field_speedup`: the field's median speedup of a decision it confirmed; None else.
+        `recheck`: this is the decision's second trial in the process."""
+        self.config_key, self.compile_s, self.recheck = config_key, compile_s, recheck
         self.bar = math.sqrt(field_speedup) if field_speedup is not None and field_speedup > TIE**2 else None
         self.on_field_evidence = False  # kept at the field's bar, not by the sign test
         self.verdict: str | None = None
@@ -100,6 +111,13 @@ class ProcessTrial:
         if self.pairs >= MAX_PAIRS or max(sum(t) for t in self._times.values()) >= MAX_SLOWER_S:
             return TIED
         return None
+
+    @property
+    def rechecks(self) -> bool:
+        """Whether the decision it kept is to be tried once more: kept by a small margin, on
+        its own pairs, in its first trial."""
+        return (self.verdict == KEPT and not self.recheck and not self.on_field_evidence
+                and self.speedup < RECHECK_BELOW)
 
     @property
     def ratios(self) -> tuple[float, ...]:

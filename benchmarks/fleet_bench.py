@@ -261,7 +261,9 @@ def main() -> None:
                 else:
                     log.replace(row, weighted)
             continue
-        budget, seconds = _budget(allocation, args, base, log.rows, len(before))
+        reference = base or next((r for r in log.rows if r["kind"] == "everything" and "reweighted_from" not in r),
+                                 None)  # a seed without everything's run: the first seed's
+        budget, seconds = _budget(allocation, args, reference, log.rows, len(before))
         label = allocation if allocation == "everything" or args.share == QUARTER else f"{allocation}-{args.share:g}"
         if allocation != "everything" and args.equal == "time":
             label += "-time"
@@ -270,6 +272,7 @@ def main() -> None:
         log.add({"kind": allocation, "share": 1.0 if allocation == "everything" else args.share,
                  "equal": "configs" if allocation == "everything" else args.equal,
                  "draw": args.draw, "seed": args.seed, "budget": budget, "budget_s": seconds,
+                 "reference_seed": args.seed if reference is None else reference["seed"],
                  "rates": rates, "tuned": tuned, "after": after(list(before), location, args.rounds)})
     print(report(log.rows) + "\n\n" + summary(log.rows))
     print(f"\n{os.cpu_count()} cores; draw {args.draw}, seed {args.seed}, {args.rounds} rounds a run.")
@@ -277,13 +280,14 @@ def main() -> None:
 
 def _budget(allocation: str, args, base: dict | None, rows: list[dict], programs: int) -> tuple[int | None, float | None]:
     """The run's budget, in configs and in seconds: everything's is its budget a program; any
-    other's a share of everything's tuning seconds in the same seed (--equal time: a config of a
-    heavy program costs several of a light one's, and the goal counts seconds) or of its configs."""
+    other's a share of `base`'s tuning seconds (everything's run in the same seed, or the first
+    seed's where it has none; --equal time: a config of a heavy program costs several of a light
+    one's, and the goal counts seconds) or of its configs."""
     if allocation == "everything":
         return args.everything_budget * programs, None
     if args.equal == "time":
         if base is None:
-            raise SystemExit(f"fleet_bench.py: --equal time needs everything's run of seed {args.seed} first")
+            raise SystemExit("fleet_bench.py: --equal time needs an everything run first")
         return None, args.share * base["tuned"]["tuning_s"]
     measured = [r["tuned"]["measured"] for r in rows if r["kind"] == "everything"]  # any draw, seed
     return round(args.share * measured[0]), None
@@ -298,17 +302,28 @@ def report(rows: list[dict]) -> str:
     cells = []
     for row in runs:
         total, low, high = _bootstrap(saving(row, before))
-        base = reference.get((row["draw"], row["seed"]))
-        share = _shares(row, base, before)[0] if base else math.nan
+        base = reference.get(_reference_key(row))
         slower = [n for n in _applied(row) if row["after"][n]["delivered"] < 0.99]
         cells.append([f"{row['draw']}/{row['seed']}", _label(row), f"{row['tuned']['tuning_s']:.0f}",
                       str(row["tuned"]["measured"]), f"{total:,.0f} [{low:,.0f}, {high:,.0f}]",
-                      "—" if math.isnan(share) else f"{share:.0%}",
+                      _share_of(row, base, before),
                       f"{predicted(row, before) / total:.2f}" if total > 0 and "verified" in row["tuned"] else "—",
                       f"{total / row['tuned']['tuning_s']:.2f}", ", ".join(slower) or "none"])
-    header = ("draw/seed", "allocation", "tuning s", "measured", "saved s/day [95% CI]", "of everything's",
+    header = ("draw/seed", "allocation", "tuning s", "measured", "saved s/day [95% CI]", "of everything's [95% CI]",
               "predicted ÷ saved", "saved/day ÷ tuning s", "applied below 0.99x")
     return harness.markdown(header, cells, align="llrrrrrrl")
+
+
+def _share_of(row: dict, base: dict | None, before: dict[str, dict]) -> str:
+    """`row`'s saving as a share of `base`'s, with its interval resampling programs alike in
+    both ("—" where there is no base or it saves nothing)."""
+    if base is None or base is row:
+        return "100%" if base is row else "—"
+    theirs = saving(base, before)
+    if sum(theirs.values()) <= 0:
+        return "—"
+    share, low, high = _paired_ratio(saving(row, before), theirs)
+    return f"{share:.0%} [{low:.0%}, {high:.0%}]"
 
 
 def versus(rows: list[dict]) -> str:
@@ -373,6 +388,12 @@ def _pairs(rows: list[dict], kind: str) -> list[tuple[dict, dict]]:
             for theirs in runs if theirs["kind"] not in (kind, "everything") and key(theirs) == key(ours)]
 
 
+def _reference_key(row: dict) -> tuple[int, int]:
+    """The (draw, seed) of the everything run the row's shares are of: its own seed's, or the
+    seed whose tuning time gave its budget."""
+    return row["draw"], row.get("reference_seed", row["seed"])
+
+
 def _share(row: dict) -> float:
     """The run's budget as a share of everything's (runs before --share were at a quarter)."""
     return row.get("share", 1.0 if row["kind"] == "everything" else QUARTER)
@@ -407,7 +428,7 @@ def summary(rows: list[dict]) -> str:
     reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
     shares: dict[str, list[tuple[float, float]]] = {}
     for row in runs:
-        base = reference.get((row["draw"], row["seed"]))
+        base = reference.get(_reference_key(row))
         if base is not None and row["kind"] != "everything" and not math.isnan(_shares(row, base, before)[0]):
             shares.setdefault(_label(row), []).append(_shares(row, base, before))
     cells = [[kind, str(len(pairs)), _spread([s for s, _ in pairs]), _spread([t for _, t in pairs])]

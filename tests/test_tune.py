@@ -125,9 +125,9 @@ def test_a_tune_killed_with_sigkill_resumes_without_repeating_finished_batches(d
     assert stored >= 3
 
     result = tune(MLP, strategy="random", budget=9, batch=2, db=path, settings=FAST, progress=False)
-    assert result.resumed >= stored
+    assert result.resumed >= stored  # PostgreSQL may still commit a batch the killed tune sent
     assert result.resumed + result.measurements == 9
-    assert _rows(path) == stored + result.measurements
+    assert _rows(path) == 9  # every draw stored once: none repeated, none lost
 
 
 def _rows(location: str) -> int:

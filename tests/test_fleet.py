@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import pytest
 
 import hlotune
-from hlotune.fleet.allocation import PROBE, by_time, halving
+from hlotune.fleet.allocation import FULL, PROBE, STOP_BELOW, by_time, halving
 from hlotune.fleet.tune import BudgetSpent, Outcome
 from hlotune.fleet.recorder import recorder_for
 from hlotune.tuning.storage import Recording
@@ -81,6 +81,21 @@ def test_halving_probes_everything_then_gives_more_to_the_most_promising():
     assert spent[-1][1] == 32 and {name for name, _ in spent[4:]} == {"b"}
 
 
+def test_time_probes_in_time_order_tunes_on_what_kept_a_gain_and_the_rest_after():
+    """The early stop: `a` holds the most time and its probe keeps nothing, so `b`, whose probe
+    keeps a gain, is tuned on first; `a` and `c` are tuned on only with what is left."""
+    programs = [_recording(name, seconds) for name, seconds in (("a", 9.0), ("b", 5.0), ("c", 3.0))]
+    kept = {"a": 1.0, "b": 1.5, "c": STOP_BELOW - 0.005}
+    spent = []
+
+    def spend(program, budget):
+        spent.append((program.name, budget))
+        return Outcome(program, budget, budget, 1.0, kept[program.name], kept[program.name])
+
+    by_time(programs, spend)
+    assert spent == [("a", PROBE), ("b", PROBE), ("b", FULL), ("c", PROBE), ("a", FULL), ("c", FULL)]
+
+
 def test_an_allocation_stops_where_the_budget_is_spent():
     programs = [_recording(name, 1.0) for name in "abc"]
     spent = []
@@ -102,7 +117,7 @@ def test_saving_tunes_where_a_tuning_second_saves_most_and_shrinks_what_a_probe_
     Per tuning second cheap's probe comes first, then heavy's, which finds nothing: its expected
     gain halves, so cheap is tuned on to FULL before heavy is probed again, and each probe of
     heavy that finds nothing sends the next configs elsewhere while anything promises more."""
-    from hlotune.fleet.allocation import FULL, STOP_BELOW, flat_saving
+    from hlotune.fleet.allocation import flat_saving
 
     programs = [Recording(name * 8, name, "", True, "", 0.0, calls, seconds, 86400.0)
                 for name, calls, seconds in (("heavy", 12500, 1000.0), ("cheap", 120000, 600.0),

@@ -5,14 +5,15 @@ it to tune a program at a budget until it is done or the fleet budget is spent (
 A program's budget counts all its evaluated configs, as `hlotune tune` does, so tuning it again
 at a larger budget continues its search.
 
-- `time` (the default): most recorded time first, each program at FULL until the budget is
-  spent; with a budget of FULL per program, this is tuning everything. Fleets' call rates are
+- `time` (the default): most recorded time first, each program probed at PROBE configs (the
+  default, configs that won elsewhere, the portfolio's first) and tuned on to FULL where its
+  probe kept STOP_BELOW or more; a probe that kept nothing gives the program's budget back (the
+  early stop), and those programs are tuned on afterwards, in the same order, with what is
+  left. With a budget of FULL per program, this is tuning everything. Fleets' call rates are
   heavy-tailed, so a few programs hold most of the recorded time, and what any other program
-  could save is bounded by its small share. On the fleet benchmark (22 programs, three draws,
-  a quarter of tune-everything's configs) it kept 87% (51-98%) of tune-everything's saving at
-  25% of its tuning time; halving 91% (83-100%) at 41% (docs/results/tuning.md). It knows
-  where the stakes are, not where the gain is: a draw whose largest program gains nothing is
-  where it does worst.
+  could save is bounded by its small share; but the largest program often gains nothing (a
+  training step at its roofline), and its configs cost the most: without the stop, a quarter of
+  tune-everything's time went to it first (docs/results/tuning.md).
 - `halving`: successive halving, with the probe as the first rung. Every program is tuned at
   PROBE configs (the default, configs that won elsewhere, the portfolio's first), most recorded
   time first; then the 1/ETA of them whose probe promises the most saving a day (recorded time
@@ -52,6 +53,7 @@ PROBE = 6
 ETA = 3
 FULL = 32
 MIN_GAIN = 1.02  # a predicted speedup below this is within the noise a kept config must beat
+STOP_BELOW = MIN_GAIN  # a probe that kept less than this speedup found nothing
 
 
 def halving(programs: list[Recording], spend: Spender) -> None:
@@ -78,11 +80,14 @@ def _climb(rung: list[Outcome], spend: Spender) -> None:
 
 
 def by_time(programs: list[Recording], spend: Spender) -> None:
+    passed = []
     for program in programs:
+        if spend(program, PROBE).speedup >= STOP_BELOW:
+            spend(program, FULL)
+        else:
+            passed.append(program)
+    for program in passed:
         spend(program, FULL)
-
-
-STOP_BELOW = MIN_GAIN  # a probe that kept less than this speedup found nothing
 # After a probe that found nothing, the program's expected log gain is cut to this share: on the
 # fleet benchmark a hard stop after one probe missed rk4_lorenz96's 2.2x (its probe of 6 found
 # 1.03x, 12 configs found 2.0x), a third of draw 3's saving.
@@ -155,7 +160,9 @@ class AllocationKind:
 
 
 ALLOCATIONS: dict[str, AllocationKind] = {
-    "time": AllocationKind(by_time, f"most recorded time first, each program at {FULL} configs"),
+    "time": AllocationKind(by_time, f"most recorded time first, each program probed at {PROBE} configs and "
+                           f"tuned on to {FULL} where the probe kept {STOP_BELOW}x; the others after, with "
+                           "what is left"),
     "halving": AllocationKind(halving, f"each program probed at {PROBE} configs, then {ETA} times that "
                               f"for the 1/{ETA} promising the most saving a day, and so on up to {FULL}"),
     "model": AllocationKind(model_guided, "halving, probing in the order of the saving a day a gain model "

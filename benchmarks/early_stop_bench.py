@@ -1,6 +1,6 @@
-"""The early stop's price: what `fleet tune`'s `saving` allocation misses by stopping a program
-whose probe found less than STOP_BELOW (fleet/allocation.py), and the share of a full tune's log
-gain a probe finds (fleet/prospects.py's PROBE_SHARE).
+"""The early stop's price: what `fleet tune`'s `time` and `saving` allocations miss by stopping
+a program whose probe found less than STOP_BELOW (fleet/allocation.py), and the share of a
+full tune's log gain a probe finds (fleet/prospects.py's PROBE_SHARE).
 
 Two sources, no new measurement:
 

@@ -14,8 +14,8 @@ their sum.
 Allocations: `everything` (each program at budget 32: the reference), then, at a share of its
 tuning seconds in the same seed (`--share`, a quarter by default; `--equal configs`: of its
 measured configs, as runs before issue 61's second part were), `time` (most recorded time
-first, budget 32 each), `halving` (probe all, then more to the most promising), `probe` (probe
-all at the portfolio's first configs, then the winners at 32: halving with one step), `model`
+first, a probe of 6 each, then 32 where it kept a gain: the early stop), `halving` (probe
+all, then more to the most promising), `probe` (probe all at the portfolio's first configs, then the winners at 32: halving with one step), `model`
 (halving steered by the gain model), `saving` (expected saving a day per tuning second, the gain
 model's expectation, the early stop, tunes warm-started from the fleet portfolio) and
 `saving-flat` (the same with both learned parts off: a flat expectation, warm starts newest

@@ -14,12 +14,12 @@ their sum.
 Allocations: `everything` (each program at budget 32: the reference), then, at a share of its
 tuning seconds in the same seed (`--share`, a quarter by default; `--equal configs`: of its
 measured configs, as runs before issue 61's second part were), `time` (most recorded time
-first, a probe of 6 each, then 32 where it kept a gain: the early stop), `halving` (probe
-all, then more to the most promising), `probe` (probe all at the portfolio's first configs, then the winners at 32: halving with one step), `model`
-(halving steered by the gain model), `saving` (expected saving a day per tuning second, the gain
-model's expectation, the early stop, tunes warm-started from the fleet portfolio) and
-`saving-flat` (the same with both learned parts off: a flat expectation, warm starts newest
-first): allocation.py. The goals (issue 61): in every draw, 90% of everything's saving at a
+first, a probe of 6 each, then 32 where it kept a gain: the early stop), `halving` (probe all,
+then more to the most promising), `probe` (probe all at the portfolio's first configs, then the
+winners at 32: halving with one step), `model` (halving steered by the gain model), `saving`
+(expected saving a day per tuning second, the gain model's expectation, the early stop, tunes
+warm-started from the fleet portfolio) and `saving-flat` (the same with both learned parts off:
+a flat expectation, warm starts newest first): allocation.py. The goals (issue 61): in every draw, 90% of everything's saving at a
 quarter of its time and 75% at an eighth; the learned parts raise the saving per tuning second
 by 1.25x (`saving` over `saving-flat`); no applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--out, JSON lines:
 recordings, tunes, after-runs), so a stopped run resumes where it stopped (the databases stay in

@@ -55,8 +55,9 @@ QUARTER = 0.25
 SIGMA, MEDIAN_CALLS = 2.0, 1000.0
 HEAVY_DRAW, HEAVY_PROGRAM = 3, "flax_transformer"
 EQUAL = ("time", "configs")  # an allocation's budget: a share of everything's tuning seconds, or of its configs
-ALLOCATIONS = ("everything", "halving", "time", "probe", "model", "saving", "saving-flat")
-LEARNED = "saving"  # the allocation whose tunes warm-start from the fleet portfolio; the others newest first
+ALLOCATIONS = ("everything", "halving", "time", "time-flat", "probe", "model", "saving", "saving-flat")
+LEARNED = "saving"  # the allocation `versus` sets against the others
+FLAT = {"time-flat": "time", "saving-flat": "saving"}  # an allocation with its learned parts off, and it
 
 
 def record(names: list[str], folder: Path, rounds: int) -> dict[str, dict]:
@@ -102,9 +103,9 @@ def tune(location: str, allocation: str, budget: int | None, each: int, seed: in
          seconds: float | None = None) -> dict:
     """`allocation` (`each`: everything's budget a program) within `budget` measured configs
     and/or `seconds` of tuning; `everything` over the programs named `only` where given (those a
-    grown fleet added). Only
-    LEARNED's tunes order their warm start by the fleet portfolio: `saving-flat` is LEARNED with
-    both learned parts off."""
+    grown fleet added). The tunes of `time` and `saving` order their warm start by the fleet
+    portfolio, as `hlotune fleet tune` does; the others newest first. `time-flat` is `time`
+    with it off, `saving-flat` `saving` with both learned parts off."""
     from hlotune.fleet.allocation import ALLOCATIONS as KINDS, FULL, PROBE
     from hlotune.fleet.tune import fleet_tune
     from hlotune.tuning.options import TuneOptions
@@ -119,10 +120,11 @@ def tune(location: str, allocation: str, budget: int | None, each: int, seed: in
         for outcome in sorted((o for o in rung if o.promise > 0), key=lambda o: -o.promise):
             spend(outcome.recording, FULL)
 
-    allocate = {"everything": everything, "probe": probe}.get(allocation) or KINDS[allocation].allocate
+    allocate = ({"everything": everything, "probe": probe}.get(allocation)
+                or KINDS[allocation if allocation in KINDS else FLAT[allocation]].allocate)
     result = fleet_tune(location, allocate=allocate, budget=budget, hours=None if seconds is None else seconds / 3600,
                         seed=seed, show=True,
-                        options=TuneOptions(fleet_portfolio=allocation == LEARNED))
+                        options=TuneOptions(fleet_portfolio=_portfolio(allocation)))
     return {"measured": result.measured, "tuning_s": result.seconds,
             "tunes": [{"program": o.recording.name, "budget": o.budget, "measured": o.measured,
                        "found": o.found, "speedup": o.speedup} for o in result.outcomes],
@@ -236,7 +238,7 @@ def main() -> None:
         print(noise(log.rows))
         return
     for allocation in args.allocations:
-        runs = {(row["kind"], _share(row), _equal(row)): row for row in log.rows
+        runs = {(_kind(row), _share(row), _equal(row)): row for row in log.rows
                 if row.get("draw") == args.draw and row.get("seed") == args.seed}
         row = runs.get((allocation, 1.0, "configs") if allocation == "everything"
                        else (allocation, args.share, args.equal))
@@ -271,6 +273,7 @@ def main() -> None:
         tuned = tune(location, allocation, budget, args.everything_budget, args.seed, seconds=seconds)
         log.add({"kind": allocation, "share": 1.0 if allocation == "everything" else args.share,
                  "equal": "configs" if allocation == "everything" else args.equal,
+                 "fleet_portfolio": _portfolio(allocation),
                  "draw": args.draw, "seed": args.seed, "budget": budget, "budget_s": seconds,
                  "reference_seed": args.seed if reference is None else reference["seed"],
                  "rates": rates, "tuned": tuned, "after": after(list(before), location, args.rounds)})
@@ -335,7 +338,7 @@ def versus(rows: list[dict]) -> str:
     for ours, theirs in _pairs(rows, LEARNED):
         ratio, low, high = _paired_ratio(saving(ours, before), saving(theirs, before))
         time_ratio = ours["tuned"]["tuning_s"] / theirs["tuned"]["tuning_s"]
-        cells.append([f"{ours['draw']}/{ours['seed']}", f"{ours['share']:g}", theirs["kind"],
+        cells.append([f"{ours['draw']}/{ours['seed']}", f"{ours['share']:g}", _kind(theirs),
                       f"{ratio:.2f}x [{low:.2f}, {high:.2f}]", f"{time_ratio:.2f}x",
                       f"{ratio / time_ratio:.2f}x [{low / time_ratio:.2f}, {high / time_ratio:.2f}]"])
     return harness.markdown(("draw/seed", "share", "against", f"{LEARNED}'s saving ÷ theirs [95% CI]",
@@ -343,15 +346,18 @@ def versus(rows: list[dict]) -> str:
 
 
 def learned(rows: list[dict]) -> str:
-    """What the learned parts earn (the goal: 1.25x, interval above 1): LEARNED's saving per
-    tuning second over `saving-flat`'s (both learned parts off), the geometric mean over every
-    draw, seed and share run with both, its interval from resampling programs alike in every
-    pair."""
+    """What the learned parts earn (the goal: 1.25x, interval above 1): each allocation's saving
+    per tuning second over its FLAT twin's, the geometric mean over every draw, seed and share
+    run with both, its interval from resampling programs alike in every pair."""
+    return "\n".join(_learned(rows, ours, flat) for flat, ours in FLAT.items())
+
+
+def _learned(rows: list[dict], kind: str, flat: str) -> str:
     before = _recorded(rows)
     pairs = [(saving(ours, before), saving(theirs, before), ours["tuned"]["tuning_s"] / theirs["tuned"]["tuning_s"])
-             for ours, theirs in _pairs(rows, LEARNED) if theirs["kind"] == "saving-flat"]
+             for ours, theirs in _pairs(rows, kind) if _kind(theirs) == flat]
     if not pairs:
-        return f"{LEARNED} against saving-flat: no paired runs yet"
+        return f"{kind} against {flat}: no paired runs yet"
     names = list(pairs[0][1])
 
     def pooled(pick: np.ndarray) -> float:
@@ -362,7 +368,7 @@ def learned(rows: list[dict]) -> str:
         return math.exp(float(np.mean(logs)))
 
     draws = [pooled(pick) for pick in _resamples(len(names), 2000)]
-    return (f"{LEARNED} against saving-flat, saving per tuning second, over {len(pairs)} paired runs: "
+    return (f"{kind} against {flat}, saving per tuning second, over {len(pairs)} paired runs: "
             f"{pooled(np.arange(len(names))):.2f}x [{np.percentile(draws, 2.5):.2f}, {np.percentile(draws, 97.5):.2f}]")
 
 
@@ -384,14 +390,25 @@ def _pairs(rows: list[dict], kind: str) -> list[tuple[dict, dict]]:
     """Each `kind` run with every other allocation's run of the same draw, seed and share."""
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
     key = lambda row: (row["draw"], row["seed"], _share(row), _equal(row))  # noqa: E731
-    return [(ours, theirs) for ours in runs if ours["kind"] == kind
-            for theirs in runs if theirs["kind"] not in (kind, "everything") and key(theirs) == key(ours)]
+    return [(ours, theirs) for ours in runs if _kind(ours) == kind
+            for theirs in runs if _kind(theirs) not in (kind, "everything") and key(theirs) == key(ours)]
 
 
 def _reference_key(row: dict) -> tuple[int, int]:
     """The (draw, seed) of the everything run the row's shares are of: its own seed's, or the
     seed whose tuning time gave its budget."""
     return row["draw"], row.get("reference_seed", row["seed"])
+
+
+def _portfolio(allocation: str) -> bool:
+    """Whether the allocation's tunes warm-start from the fleet portfolio (`tune`)."""
+    return allocation in FLAT.values()
+
+
+def _kind(row: dict) -> str:
+    """The run's allocation; `time` run before rows said whether the fleet portfolio ordered
+    the warm starts ran with it off (newest first), and reads as `time-flat`."""
+    return "time-flat" if row["kind"] == "time" and "fleet_portfolio" not in row else row["kind"]
 
 
 def _share(row: dict) -> float:
@@ -406,7 +423,7 @@ def _equal(row: dict) -> str:
 
 def _label(row: dict) -> str:
     share = _share(row)
-    label = row["kind"] if share in (1.0, QUARTER) else f"{row['kind']} at {share:g}"
+    label = _kind(row) if share in (1.0, QUARTER) else f"{_kind(row)} at {share:g}"
     return label + (", equal time" if row["kind"] != "everything" and _equal(row) == "time" else "")
 
 
@@ -444,10 +461,10 @@ def plot(rows: list[dict], path: Path) -> None:
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
     reference = {row["draw"]: row for row in runs if row["kind"] == "everything" and row["seed"] == 0}
     figure, axes = harness.subplots(figsize=(6.5, 4))
-    markers = dict(zip(ALLOCATIONS, "osD^vPX"))
+    markers = dict(zip(ALLOCATIONS, "osDd^vPX"))
     for row in runs:
         saved, tuning = _shares(row, reference[row["draw"]], before)
-        axes.scatter(100 * tuning, 100 * saved, marker=markers[row["kind"]], color=f"C{row['draw']}", s=50, alpha=0.5 if row["seed"] else 1.0)
+        axes.scatter(100 * tuning, 100 * saved, marker=markers[_kind(row)], color=f"C{row['draw']}", s=50, alpha=0.5 if row["seed"] else 1.0)
     for kind, marker in markers.items():
         axes.scatter([], [], marker=marker, color="grey", label=kind)
     for draw in sorted(reference):

@@ -7,7 +7,8 @@ Per program (fleet_programs.py), in fresh processes as a user's jobs are:
 2. tune: `tune_recorded` (flags, `--budget`), as `hlotune tune NAME` does: the tune, its tuning
    time logged, a kept config verified beside jax.jit;
 3. jobs: where a config was kept, `--processes` fresh processes each run the program `--calls`
-   times under `hlotune.jit` (the trial takes the first calls), then time, interleaved in that
+   times under `hlotune.jit` (the trial takes the first calls; with `--seconds` past the trial's
+   RECHECK_S, a decision kept by a small margin is tried again), then time, interleaved in that
    process (compiler/measurement/call_timing.py): what hlotune.jit now runs, the jax.jit wrapper it holds
    (`Jitted.jax_jit`: the executable its trial ran against), a second jax.jit of the function
    (jax reuses the compile: the same executable), a jax.jit of a wrapper of it (compiled
@@ -31,6 +32,7 @@ user's function over the same config's on the recorded program (the goal: within
 kept as they finish (--out, JSON lines), so a stopped run resumes.
 
     python benchmarks/trial_bench.py --programs jacobi2d euler2d cnn_sgd --out trial.jsonl
+    python benchmarks/trial_bench.py --programs numpyro_svi mlp_adam --seconds 15 --out near_ties.jsonl
     python benchmarks/trial_bench.py --report trial.jsonl
 """
 
@@ -56,8 +58,11 @@ PAIRED = {"after_trial": ("jit", "hlotune.jit"), "itself": ("jit", "again"), "re
           "recorded": ("recorded_jit", "recorded")}
 
 
-def _job(name: str, db: str, calls: int, rounds: int) -> dict:
-    """In a fresh process: the program's calls under hlotune.jit, then the interleaved timing."""
+def _job(name: str, db: str, calls: int, seconds: float, rounds: int) -> dict:
+    """In a fresh process: the program's calls under hlotune.jit (`calls`, and on until
+    `seconds` have passed), then the interleaved timing."""
+    import time
+
     import jax
 
     import hlotune
@@ -68,9 +73,9 @@ def _job(name: str, db: str, calls: int, rounds: int) -> dict:
 
     fn, args = BY_NAME[name].make()
     ours = hlotune.jit(fn, db=db)
-    out = None
-    for _ in range(calls):
-        out = ours(*args)
+    out, made, until = None, 0, time.monotonic() + seconds
+    while made < calls or time.monotonic() < until:
+        out, made = ours(*args), made + 1
     jax.block_until_ready(out)
     choice = ours.choice(*args)
     row = {"program": name, "source": choice.source, "fingerprint": choice.fingerprint}
@@ -93,13 +98,14 @@ def _job(name: str, db: str, calls: int, rounds: int) -> dict:
     winner_s, loser_s = ((outcome.tuned_ns, outcome.jit_ns) if outcome.verdict == "kept"
                          else (outcome.jit_ns, outcome.tuned_ns))
     excess = max(0.0, (loser_s - winner_s) / 1e9) * trial.pairs
-    return row | {"verdict": outcome.verdict, "pairs": trial.pairs, "wins": trial.wins,
+    return row | {"verdict": outcome.verdict, "rechecked": trial.recheck, "calls": made,
+                  "pairs": trial.pairs, "wins": trial.wins,
                   "trial_speedup": trial.speedup, "ratios": [round(r, 3) for r in trial.ratios],
                   "compile_s": trial.compile_s,
                   **{name: ratio for name, (ratio, _) in paired.items()},
                   **{f"{name}_ci": interval for name, (_, interval) in paired.items()},
                   "oracle": max(1.0, paired["decision"][0]),
-                  "trial_cost": excess / (calls * winner_s / 1e9), "jit_ms": median["jit"] * 1e3}
+                  "trial_cost": excess / (made * winner_s / 1e9), "jit_ms": median["jit"] * 1e3}
 
 
 def _paired(over, under) -> tuple[float, list[float]]:
@@ -126,15 +132,17 @@ def _recorded(location: str, fingerprint: str, config) -> tuple:
     return (lambda: tuned(*loaded.args)), (lambda: plain(*loaded.args))
 
 
-def _in_process(name: str, db: str, calls: int, rounds: int) -> dict:
-    command = [sys.executable, __file__, "--job", name, "--db", db, "--calls", str(calls), "--rounds", str(rounds)]
+def _in_process(name: str, db: str, calls: int, rounds: int, seconds: float = 0.0) -> dict:
+    command = [sys.executable, __file__, "--job", name, "--db", db, "--calls", str(calls), "--seconds", str(seconds),
+               "--rounds", str(rounds)]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode:
         raise RuntimeError(f"{name}: {done.stderr.strip().splitlines()[-1:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: int, rounds: int) -> list[dict]:
+def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: int, seconds: float,
+        rounds: int) -> list[dict]:
     from hlotune.fleet.recorded import find_recording, tune_recorded
     from hlotune.fleet.savings import fleet_savings
     from hlotune.tuning.options import TuneOptions
@@ -149,7 +157,8 @@ def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: 
             "verified": result.verified_speedup, "tune_s": result.seconds}
     with TuningDatabase(db) as database:
         trialled = database.state(fingerprint).candidate is not None
-    rows = [tune | {"job": i} | _in_process(name, db, calls, rounds) for i in range(processes if trialled else 0)]
+    rows = [tune | {"job": i} | _in_process(name, db, calls, rounds, seconds)
+            for i in range(processes if trialled else 0)]
     tune["state"] = "trialled" if trialled else "nothing to trial"
     with TuningDatabase(db) as database:  # what fleet report states of the jobs' saving
         tune["reported_share"] = next(p.saved_share for p in fleet_savings(database).programs
@@ -158,7 +167,7 @@ def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: 
     (folder / "unfused.json").write_text(json.dumps({"program": fingerprint, "config": UNFUSED}))
     with TuningDatabase(planted) as database:
         database.import_decision(folder / "unfused.json")
-    rows += [{"program": name, "kind": "planted", "job": i} | _in_process(name, planted, calls, rounds)
+    rows += [{"program": name, "kind": "planted", "job": i} | _in_process(name, planted, calls, rounds, seconds)
              for i in range(processes)]
     with TuningDatabase(planted) as database:
         rows[-1]["planted_state"] = database.state(fingerprint).state
@@ -170,7 +179,8 @@ def report(rows: list[dict]) -> str:
     for row in (r for r in rows if "job" in r):
         trialled = "verdict" in row
         cells.append([row["program"], row["kind"], str(row.get("job", "")), row["source"],
-                      row.get("verdict", "no trial"), f"{row['pairs']}" if trialled else "",
+                      row.get("verdict", "no trial") + (" (second trial)" if row.get("rechecked") else ""),
+                      f"{row['pairs']}" if trialled else "",
                       *(f"{row[k]:.3f}x" if k in row else "" for k in FIGURES),
                       f"{row['trial_cost']:.2%}" if trialled else "", f"{row['compile_s']:.2f}" if trialled else "",
                       row.get("planted_state", "")])
@@ -192,6 +202,9 @@ def report(rows: list[dict]) -> str:
         lines.append(f"{row['program']}: tuned {row['reported']:.3f}x ({'default kept' if row['kept_default'] else 'kept'}), "
                      f"verified {row['verified'] or 0:.3f}x, {row['state']}; fleet report's saved share "
                      f"{row['reported_share']:.1%}")
+    if rechecked := [r for r in tuned if r.get("rechecked")]:
+        lines.append(f"second trials (a first kept below RECHECK_BELOW): {len(rechecked)} of {len(tuned)} tuned jobs; "
+                     f"jax.jit's executable put back in {sum(r['verdict'] != 'kept' for r in rechecked)}")
     if planted:
         lines.append(f"planted jobs: {len(planted)}; kept in {sum(r.get('verdict') == 'kept' for r in planted)}; "
                      f"ran jax.jit's in {sum(r['source'] == 'jit' for r in planted)}")
@@ -217,13 +230,17 @@ def _spread_lines(jobs: list[dict]) -> list[str]:
 def main() -> None:
     if "--job" in sys.argv:
         value = lambda flag: sys.argv[sys.argv.index(flag) + 1]  # noqa: E731
-        print(json.dumps(_job(value("--job"), value("--db"), int(value("--calls")), int(value("--rounds")))))
+        print(json.dumps(_job(value("--job"), value("--db"), int(value("--calls")), float(value("--seconds")),
+                              int(value("--rounds")))))
         return
     parser = harness.parser(__doc__, programs=["jacobi2d", "euler2d", "tv3d", "kmeans", "cnn_sgd", "rk4_lorenz96"],
                             seed=0)
     parser.add_argument("--budget", type=int, default=16, help="configs a tune evaluates (default 16)")
     parser.add_argument("--processes", type=int, default=5, help="fresh jobs per decision (default 5)")
     parser.add_argument("--calls", type=int, default=CALLS, help=f"calls a job makes (default {CALLS})")
+    parser.add_argument("--seconds", type=float, default=0.0,
+                        help="a job calls on until this many seconds have passed (past the trial's RECHECK_S, a "
+                             "decision kept by a small margin is tried again in the job)")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds after the calls")
     parser.add_argument("--report", type=Path, help="print the table of a results file and stop")
     harness.add_common(parser, out=None)
@@ -235,12 +252,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         for name in args.programs:
             if name not in log.done("program"):
-                rows = run(name, Path(folder), args.budget, args.seed, args.processes, args.calls, args.rounds)
+                rows = run(name, Path(folder), args.budget, args.seed, args.processes, args.calls, args.seconds,
+                           args.rounds)
                 print(f"{name}: {len(rows)} jobs", file=sys.stderr)
                 log.add(*rows)
     print(report([row for row in log.rows if row["program"] in args.programs]))
     print(f"\n{os.cpu_count()} cores; budget {args.budget}, seed {args.seed}, {args.processes} jobs of "
-          f"{args.calls} calls, {args.rounds} rounds.")
+          f"{args.calls} calls (and {args.seconds:g} s), {args.rounds} rounds.")
 
 
 if __name__ == "__main__":

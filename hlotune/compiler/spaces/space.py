@@ -36,10 +36,11 @@ from hlotune.compiler.configs.flags import (
     FlagConfig,
 )
 from hlotune.compiler.configs.kernel_config import KernelConfig
-from hlotune.compiler.xla.kernels import Kernel
 from hlotune.compiler.configs.layouts import LayoutConfig, LayoutSpace
 from hlotune.compiler.configs.xla_support import xla_support
+from hlotune.compiler.xla.kernels import Kernel
 from hlotune.errors import HlotuneError
+from hlotune.lazy import renamed_attributes
 
 KERNEL_SPACES = ("tile", "fusion")  # whose genes are kernels of one compile
 _PASS, _SITE, _KERNEL, _FUSION = "pass:", "layout:", "kernel:", "fusion:"
@@ -67,7 +68,7 @@ class Gene:
 
 
 class SearchSpace:
-    """The genes of `kind` (one of SPACES) for one program. Options that change results by
+    """The genes of `kind` (a key of GENES) for one program. Options that change results by
     design (fast math, ...) are genes only with `allow_numerics_change`. The tile space needs
     the program's `kernels`, the fusion space its `fusion` choices (fusion_space.fusion_choices),
     both as XLA compiles the `base` config (the default unless given), which every config of
@@ -79,8 +80,8 @@ class SearchSpace:
         kernels: list[Kernel] | None = None, fusion: dict[str, tuple[str, ...]] | None = None,
         base: CompileConfig = DEFAULT_CONFIG,
     ) -> None:
-        if kind not in SPACES:
-            raise HlotuneError(f"unknown space {kind!r}: use {', '.join(SPACES)}")
+        if kind not in GENES:
+            raise HlotuneError(f"unknown space {kind!r}: use {', '.join(GENES)}")
         if not base.is_default and kind not in KERNEL_SPACES:
             raise HlotuneError(f"only the {' and '.join(KERNEL_SPACES)} spaces stand on a base config, not {kind}")
         self.kind, self.allow_numerics_change, self.base = kind, allow_numerics_change, base
@@ -270,7 +271,6 @@ def _fusion_genes(parts: _Parts) -> list[Gene]:
 # stages after them).
 GENES = {"flags": (_flag_genes,), "layout": (_layout_genes,), "tile": (_tile_genes,), "fusion": (_fusion_genes,),
          "all": (_flag_genes, _layout_genes)}
-SPACES = tuple(GENES)
 
 
 def _choices(config: CompileConfig) -> Genome:
@@ -281,3 +281,6 @@ def _choices(config: CompileConfig) -> Genome:
     genome |= {_KERNEL + key: parts for key, parts in config.kernels.partitions}
     genome |= {_FUSION + key: decision for key, decision in config.kernels.fusion}
     return genome
+
+
+__getattr__ = renamed_attributes(__name__, {"SPACES": "GENES"})  # the space kinds, its keys: for one release

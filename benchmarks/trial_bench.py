@@ -167,7 +167,7 @@ def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: 
     (folder / "unfused.json").write_text(json.dumps({"program": fingerprint, "config": UNFUSED}))
     with TuningDatabase(planted) as database:
         database.import_decision(folder / "unfused.json")
-    rows += [{"program": name, "kind": "planted", "job": i} | _in_process(name, planted, calls, rounds, seconds)
+    rows += [{"program": name, "kind": "planted", "job": i} | _in_process(name, planted, calls, rounds)
              for i in range(processes)]
     with TuningDatabase(planted) as database:
         rows[-1]["planted_state"] = database.state(fingerprint).state
@@ -239,8 +239,8 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=5, help="fresh jobs per decision (default 5)")
     parser.add_argument("--calls", type=int, default=CALLS, help=f"calls a job makes (default {CALLS})")
     parser.add_argument("--seconds", type=float, default=0.0,
-                        help="a job calls on until this many seconds have passed (past the trial's RECHECK_S, a "
-                             "decision kept by a small margin is tried again in the job)")
+                        help="a tuned decision's job calls on until this many seconds have passed (past the "
+                             "trial's RECHECK_S, a decision kept by a small margin is tried again in the job)")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="interleaved rounds after the calls")
     parser.add_argument("--report", type=Path, help="print the table of a results file and stop")
     harness.add_common(parser, out=None)

@@ -14,21 +14,25 @@ their sum.
 Allocations: `everything` (each program at budget 32: the reference), then, at a share of its
 tuning seconds in the same seed (`--share`, a quarter by default; `--equal configs`: of its
 measured configs, as runs before issue 61's second part were), `time` (most recorded time
-first, a probe of 6 each, then 32 where it kept a gain: the early stop), `halving` (probe all,
-then more to the most promising), `probe` (probe all at the portfolio's first configs, then the
-winners at 32: halving with one step), `model` (halving steered by the gain model), `saving`
-(expected saving a day per tuning second, the gain model's expectation, the early stop, tunes
-warm-started from the fleet portfolio) and `saving-flat` (the same with both learned parts off:
-a flat expectation, warm starts newest first): allocation.py. The goals (issue 61): in every draw, 90% of everything's saving at a
-quarter of its time and 75% at an eighth; the learned parts raise the saving per tuning second
-by 1.25x (`saving` over `saving-flat`); no applied decision runs below 0.99x of jax.jit. Rows are kept as they finish (--out, JSON lines:
-recordings, tunes, after-runs), so a stopped run resumes where it stopped (the databases stay in
---folder). One recording serves every draw and seed; `everything` gives each program its budget
-whatever the rates, so a further draw of the same seed re-weights its runs rather than tuning
-again, and a fleet that grows (programs added to fleet_programs.py, last) records and tunes only
-the new programs there; every other allocation must run afresh on the grown fleet. What `fleet
-report` predicts, the verified speedups (tuning/verification.py) at the draw's rates, is set beside
-what the after-runs measured.
+first, a probe of 6 each, then 32 where it kept a gain: the early stop; its tunes warm-started
+from the fleet portfolio, as `hlotune fleet tune` runs them), `time-flat` (the same, warm
+starts newest first), `halving` (probe all, then more to the most promising), `probe` (probe
+all at the portfolio's first configs, then the winners at 32: halving with one step), `model`
+(halving steered by the gain model), `saving` (expected saving a day per tuning second, the
+gain model's expectation, the early stop, the fleet portfolio) and `saving-flat` (the same with
+both learned parts off: a flat expectation, warm starts newest first): allocation.py. The goals
+(issue 61): in every draw, 90% of everything's saving at a quarter of its time and 75% at an
+eighth; the learned parts raise the saving per tuning second by 1.25x (`time` over `time-flat`,
+`saving` over `saving-flat`); no applied decision runs below 0.99x of jax.jit.
+
+Rows are kept as they finish (--out, JSON lines: recordings, tunes, after-runs), so a stopped
+run resumes where it stopped (the databases stay in --folder). One recording serves every draw
+and seed; `everything` gives each program its budget whatever the rates, so a further draw of
+the same seed re-weights its runs rather than tuning again, and a fleet that grows (programs
+added to fleet_programs.py, last) records and tunes only the new programs there; every other
+allocation must run afresh on the grown fleet. What `fleet report` predicts, the verified
+speedups (tuning/verification.py) at the draw's rates, is set beside what the after-runs
+measured.
 
     python benchmarks/fleet_bench.py --out fleet.jsonl            # one draw, seed 0
     python benchmarks/fleet_bench.py --out fleet.jsonl --draw 1 --allocations everything halving
@@ -57,7 +61,7 @@ HEAVY_DRAW, HEAVY_PROGRAM = 3, "flax_transformer"
 EQUAL = ("time", "configs")  # an allocation's budget: a share of everything's tuning seconds, or of its configs
 ALLOCATIONS = ("everything", "halving", "time", "time-flat", "probe", "model", "saving", "saving-flat")
 LEARNED = "saving"  # the allocation `versus` sets against the others
-FLAT = {"time-flat": "time", "saving-flat": "saving"}  # an allocation with its learned parts off, and it
+FLAT = {"time-flat": "time", "saving-flat": "saving"}  # an allocation with its learned parts off: -> the one on
 
 
 def record(names: list[str], folder: Path, rounds: int) -> dict[str, dict]:

@@ -32,7 +32,7 @@ user's function over the same config's on the recorded program (the goal: within
 kept as they finish (--out, JSON lines), so a stopped run resumes.
 
     python benchmarks/trial_bench.py --programs jacobi2d euler2d cnn_sgd --out trial.jsonl
-    python benchmarks/trial_bench.py --programs numpyro_svi mlp_adam --seconds 15 --out near_ties.jsonl
+    python benchmarks/trial_bench.py --programs attention_adamw heat3d --seconds 15 --out near_ties.jsonl
     python benchmarks/trial_bench.py --report trial.jsonl
 """
 
@@ -163,7 +163,9 @@ def run(name: str, folder: Path, budget: int, seed: int, processes: int, calls: 
     with TuningDatabase(db) as database:  # what fleet report states of the jobs' saving
         tune["reported_share"] = next(p.saved_share for p in fleet_savings(database).programs
                                       if p.fingerprint == fingerprint)
-    _in_process(name, planted, 3, rounds)
+    if _in_process(name, planted, 3, rounds)["fingerprint"] != fingerprint:
+        tune["state"] = "its fingerprint changes from process to process: no decision applies"
+        return [tune] + rows
     (folder / "unfused.json").write_text(json.dumps({"program": fingerprint, "config": UNFUSED}))
     with TuningDatabase(planted) as database:
         database.import_decision(folder / "unfused.json")

@@ -102,7 +102,9 @@ def test_a_confirmed_decision_still_loses_its_trial_in_a_process_where_it_is_slo
         u = step(u)
     trial = recorder_for(location).trials[fingerprint]
     assert trial.bar == pytest.approx(2.0) and trial.verdict != KEPT  # fusion off: slower here
-    assert step.choice(u).source == JIT
+    # rejected: jax.jit's executable; tied (the suite's load can bring fusion off near 0.99x):
+    # a tie follows the field's pooled pairs, which the processes elsewhere show faster
+    assert step.choice(u).source == (JIT if trial.verdict == REJECTED else DATABASE)
 
 
 def stencil(u):

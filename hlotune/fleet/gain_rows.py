@@ -32,7 +32,9 @@ from hlotune.data.builtin import resolve
 from hlotune.data.dataset import Dataset
 from hlotune.data.sample import FlagConfigArrays
 from hlotune.data.store import Store
+from hlotune.fleet import program_features as program_features_module
 from hlotune.fleet.program_features import FEATURE_NAMES, program_features, program_graph
+from hlotune.hlo import flops
 from hlotune.tuning.storage import Record, Recording, TuningDatabase
 from hlotune.tuning.storage.field import RETIRE_AFTER
 
@@ -150,6 +152,8 @@ def _keeps_results(record: Record) -> bool:
 
 
 def _cache_path() -> Path:
-    key = hashlib.sha256(f"{Store.find().edition} {' '.join(FEATURE_NAMES)}".encode()).hexdigest()[:16]
+    # The features' code is in the key: a change to how they are counted reads the collection again.
+    code = b"".join(Path(module.__file__).read_bytes() for module in (program_features_module, flops))
+    key = hashlib.sha256(f"{Store.find().edition} {' '.join(FEATURE_NAMES)}".encode() + code).hexdigest()[:16]
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "hlotune" / "gain_model" / f"flags-{key}.npz"

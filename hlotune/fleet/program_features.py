@@ -6,8 +6,9 @@ the flags collection stored and a recorded program featurized at fleet-tune time
 the same way. The opcode mix alone ranks programs' gains poorly (issue 49) and cannot tell a
 tiny variant from a small one of the same graph; the gains come with tensor sizes (YNN's dot
 and reduce fusions, algebraic rewrites of large convolutions), so this adds a roofline of the
-graph: each op's bytes (operands read, output written) and flops, from the shapes in its node
-features, summed per kind of op, after hlo/costs.py's model of a core.
+graph: each op's bytes (operands read, output written) and flops (hlo/flops.py's rule, the cost
+analysis' too), from the shapes in its node features, summed per kind of op, after
+hlo/costs.py's model of a core.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from __future__ import annotations
 import numpy as np
 
 from hlotune.data.sample import GraphArrays
-from hlotune.hlo.costs import CORE_BANDWIDTH, CORE_FLOPS, ELEMENTWISE, LAUNCH_S, NO_KERNEL
+from hlotune.hlo.costs import CORE_BANDWIDTH, CORE_FLOPS, LAUNCH_S, NO_KERNEL
 from hlotune.hlo.featurize import ONE_HOT_ORDER, featurize
+from hlotune.hlo.flops import ELEMENTWISE, FlopKind, applications, flop_kind, op_flops
 from hlotune.hlo.graph import ELEMENT_BITS
-from hlotune.hlo.opcodes import OPCODE_IDS
+from hlotune.hlo.opcodes import OPCODE_IDS, OPCODE_NAMES
 from hlotune.programs.program import Program
 
 # Node feature columns (docs/features.md).
 _TYPE, _DIMS, _ELEMENTS = slice(2, 21), slice(21, 27), 28
+_DIMENSIONS, _WINDOW_ELEMENTS = 31, 44  # the first `dimensions` entry; the window sizes' product
 _OUTPUT_FEATURE = 106  # the output feature dimension of a convolution
 # Bytes per element of the element type one-hot's columns (tuples, tokens, opaque: 0).
 _TYPE_BYTES = np.array([ELEMENT_BITS.get(t, 0) / 8 for t in ONE_HOT_ORDER], np.float64)
@@ -34,6 +37,7 @@ MOVEMENT = frozenset({"copy", "transpose", "concatenate", "slice", "dynamic-slic
 REDUCTIONS = frozenset({"reduce", "reduce-window", "select-and-scatter"})
 CONTROL = ("while", "custom-call", "sort", "scatter", "gather")
 KINDS = ("dot", "convolution", "elementwise", "reduce", "movement", "other")
+_FLOP_KINDS = np.array([flop_kind(op) for op in OPCODE_NAMES])
 
 FEATURE_NAMES: tuple[str, ...] = (
     "log_kernels", "log_flops", "log_bytes", "log_roofline_s", "log_intensity",
@@ -93,37 +97,51 @@ def _input_bytes(opcodes: np.ndarray, kernel: np.ndarray, out_bytes: np.ndarray,
 
 
 def _flops(feat: np.ndarray, opcodes: np.ndarray, edges: np.ndarray) -> np.ndarray:
-    """Per node, as hlo/costs.py counts them from shapes alone: 2 per multiply-add of a dot
-    (contracting one dimension, batch dimensions leading the output) or convolution (its kernel:
-    the smaller operand), one per output element elementwise, one per operand element reduced."""
+    """Per node, hlo/flops.py's rule on what the arrays show: a dot contracts one dimension, its
+    batch dimensions leading the output; a convolution's kernel is its smaller operand; a lambda
+    (not in the arrays) is one flop an application."""
     elements = feat[:, _ELEMENTS]
     rank = (feat[:, _DIMS] > 0).sum(axis=1)
-    operand_elements = [[] for _ in range(len(opcodes))]
+    operands = [[] for _ in range(len(opcodes))]
     for u, v in edges:
-        operand_elements[u].append((elements[v], rank[v]))
-    flops = np.where(np.isin(opcodes, _ids(ELEMENTWISE)), elements, 0.0)
-    for node in np.flatnonzero(np.isin(opcodes, _ids(REDUCTIONS))):
-        flops[node] = max([e for e, _ in operand_elements[node]], default=0.0)
-    for node in np.flatnonzero(opcodes == OPCODE_IDS["dot"]):
-        flops[node] = _dot_flops(feat[node], rank[node], operand_elements[node])
-    for node in np.flatnonzero(opcodes == OPCODE_IDS["convolution"]):
-        dims = feat[node, _DIMS]  # the first 6: a dimension past them counts 1
-        features = max(dims[int(feat[node, _OUTPUT_FEATURE])] if feat[node, _OUTPUT_FEATURE] < len(dims) else 1.0, 1.0)
-        kernel = min([e for e, _ in operand_elements[node]], default=0.0)
-        flops[node] = 2 * elements[node] * kernel / features
-    return flops
+        operands[u].append(v)
+    kinds = _FLOP_KINDS[opcodes]
+    contracted, applied = np.zeros(len(opcodes)), np.zeros(len(opcodes))
+    for node in np.flatnonzero(kinds == FlopKind.CONTRACTION):
+        contracted[node] = _contracted(feat, rank, opcodes[node] == OPCODE_IDS["dot"], node, operands[node])
+    for node in np.flatnonzero(kinds == FlopKind.APPLIES):
+        applied[node] = _applications(feat, OPCODE_NAMES[opcodes[node]], node, operands[node])
+    return op_flops(kinds, elements, contracted, applied)
 
 
-def _dot_flops(row: np.ndarray, rank: int, operands: list[tuple[float, int]]) -> float:
-    """2 x output x contracted size: lhs x rhs = batch x output x contracted^2 for one
-    contracting dimension, and the batch dimensions (lhs rank + rhs rank - output rank - 2)
-    lead the output."""
+def _contracted(feat: np.ndarray, rank: np.ndarray, dot: bool, node: int, operands: list[int]) -> float:
+    """A dot's contracted size: lhs x rhs = batch x output x contracted^2 for one contracting
+    dimension, the batch dimensions (lhs rank + rhs rank - output rank - 2) leading the output.
+    A convolution's: its kernel's elements over its output features (the first 6 dimensions:
+    one past them counts 1)."""
+    sizes = [feat[v, _ELEMENTS] for v in operands]
+    out = max(feat[node, _ELEMENTS], 1.0)
+    if not dot:
+        dims = feat[node, _DIMS]
+        axis = feat[node, _OUTPUT_FEATURE]
+        features = max(dims[int(axis)] if axis < len(dims) else 1.0, 1.0)
+        return min(sizes, default=0.0) / features
     if len(operands) != 2:
         return 0.0
-    (lhs, lhs_rank), (rhs, rhs_rank) = operands
-    batch = float(np.prod(row[_DIMS][:max(lhs_rank + rhs_rank - rank - 2, 0)]))
-    out = max(row[_ELEMENTS], 1.0)
-    return 2 * out * np.sqrt(lhs * rhs / (out * max(batch, 1.0)))
+    batch_rank = max(int(rank[operands[0]] + rank[operands[1]] - rank[node] - 2), 0)
+    batch = max(float(np.prod(feat[node, _DIMS][:batch_rank])), 1.0)
+    return float(np.sqrt(sizes[0] * sizes[1] / (out * batch)))
+
+
+def _applications(feat: np.ndarray, opcode: str, node: int, operands: list[int]) -> float:
+    """From the largest operand: an edge also reaches the called lambda's root, a scalar."""
+    largest = max(operands, key=lambda v: feat[v, _ELEMENTS], default=None)
+    if largest is None:
+        return 0.0
+    axis = int(feat[node, _DIMENSIONS])
+    length = feat[largest, _DIMS][axis] if opcode == "sort" and axis < 6 else 1.0
+    return applications(opcode, feat[node, _ELEMENTS], feat[largest, _ELEMENTS],
+                        window=max(feat[node, _WINDOW_ELEMENTS], 1.0), sort_length=length)
 
 
 def _kinds(opcodes: np.ndarray) -> np.ndarray:

@@ -9,23 +9,26 @@ Called computations fold into their caller's cost:
 - any other caller (while, call, conditional) runs its bodies' kernels: it adds their flops,
   traffic and launches. A while loop counts one trip; trip counts are not in the HLO.
 
-Flops are 2 per multiply-add of a dot or convolution, one per output element of an elementwise
-op, none for data movement; bytes are operands read plus output written, sized by
+Each op's flops follow hlo/flops.py; bytes are operands read plus output written, sized by
 PrimitiveType. GO's simulator (opt/costs.py) and the kernels' roofline features both read them.
 
 `module_seconds` prices a module from its text alone, as fusion rewrites are ranked by the
-hundred with no XLA parse (compiler/spaces/fusion_space.py): the same sizes, ops and core, and coarser
-flops.
+hundred with no XLA parse (compiler/spaces/fusion_space.py): the same rule, sizes and core. In a
+fusion's body it also counts data movement per element, as the emitter recomputes what a
+broadcast repeats.
 """
 
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Iterator
 from functools import lru_cache
 
 import numpy as np
 
 from hlotune.errors import HlotuneError
+from hlotune.hlo.flops import APPLIES, FlopKind, applications, flop_kind, op_flops
 from hlotune.hlo.graph import HloGraph, Shape
 from hlotune.hlo.text import ComputationText, HloText, InstructionLine, parse_shape
 
@@ -35,20 +38,6 @@ VIEWS = frozenset({"tuple", "get-tuple-element", "bitcast", "after-all", "add-de
                     "opt-barrier", "domain"})
 CONTROL_FLOW = frozenset({"while", "call", "conditional"})
 NO_KERNEL = VIEWS | CONTROL_FLOW | {"parameter", "constant", "partition-id", "replica-id"}
-
-ELEMENTWISE = frozenset({
-    "abs", "add", "atan2", "cbrt", "ceil", "clamp", "compare", "complex", "convert", "cosine",
-    "count-leading-zeros", "divide", "erf", "exponential", "exponential-minus-one", "floor",
-    "imag", "is-finite", "log", "log-plus-one", "logistic", "and", "not", "or", "xor", "maximum",
-    "minimum", "multiply", "negate", "popcnt", "power", "real", "reduce-precision", "remainder",
-    "round-nearest-afz", "round-nearest-even", "rsqrt", "select", "shift-left",
-    "shift-right-arithmetic", "shift-right-logical", "sign", "sine", "sqrt", "stochastic-convert",
-    "subtract", "tan", "tanh",
-})
-
-# Ops whose called computation is a lambda applied per element.
-_APPLIES = frozenset({"reduce", "reduce-window", "map", "scatter", "select-and-scatter", "sort",
-                      "all-reduce", "all-reduce-start", "reduce-scatter"})
 
 
 class HloCosts:
@@ -94,7 +83,6 @@ class HloCosts:
         inst = self.graph.instructions[node]
         operands = self.graph.operands[node]
         op = inst.opcode
-        flops = float(_own_flops(inst, operands, self))
         if op in NO_KERNEL:
             bytes_in = bytes_out = 0.0
             launches = 0
@@ -102,51 +90,48 @@ class HloCosts:
             bytes_in = float(sum(self.out_bytes[v] for v in operands))
             bytes_out = float(self.out_bytes[node])
             launches = 1
+        flops = lambda_flops = 0.0
         for comp_id in inst.called_computation_ids:
             body_flops, body_in, body_out, body_launches = self._total(comp_id)
-            if op == "fusion":
+            if op in APPLIES:
+                lambda_flops += body_flops
+            elif op == "fusion":
                 flops += body_flops
-            elif op in _APPLIES:
-                flops += _applications(inst, operands, self) * body_flops
             else:
                 flops += body_flops
                 bytes_in += body_in
                 bytes_out += body_out
                 launches += body_launches
+        flops += float(op_flops(flop_kind(op), self.elements[node], _contracted(inst, operands, self),
+                                _applications(inst, operands, self), lambda_flops))
         self.flops[node], self.bytes_in[node], self.bytes_out[node] = flops, bytes_in, bytes_out
         self.launches[node] = launches
 
 
-def _own_flops(inst, operands: tuple[int, ...], costs: HloCosts) -> int:
-    """Flops of the instruction itself: 2 per multiply-add for dot and convolution (output
-    elements times contracted size), 1 per output element when elementwise, else 0."""
-    op = inst.opcode
-    if op == "dot" and inst.dot_dims is not None and operands:
+def _contracted(inst, operands: tuple[int, ...], costs: HloCosts) -> int:
+    """What each output element of a dot (its left operand's contracting dimensions) or a
+    convolution (its kernel's window and input features) sums over; 0 without dimension numbers."""
+    if inst.opcode == "dot" and inst.dot_dims is not None and operands:
         lhs = costs.graph.instructions[operands[0]].shape.dims
-        return 2 * _shape_elements(inst.shape) * _size(lhs, inst.dot_dims.lhs_contracting)
-    if op == "convolution" and inst.convolution_dims is not None and operands:
+        return _size(lhs, inst.dot_dims.lhs_contracting)
+    if inst.opcode == "convolution" and inst.convolution_dims is not None and operands:
         kernel = costs.graph.instructions[operands[-1]].shape.dims
         dims = inst.convolution_dims
-        window = _size(kernel, dims.kernel_spatial) * _size(kernel, (dims.kernel_input_feature,))
-        return 2 * _shape_elements(inst.shape) * window
-    if op in ELEMENTWISE:
-        return _shape_elements(inst.shape)
+        return _size(kernel, dims.kernel_spatial) * _size(kernel, (dims.kernel_input_feature,))
     return 0
 
 
-def _applications(inst, operands: tuple[int, ...], costs: HloCosts) -> int:
-    """How many times a per-element lambda runs: once per element of the largest operand
-    (reduce, map, scatter), per output element per window position (reduce-window), or
-    n log2 n times for a sort."""
-    if inst.opcode == "reduce-window":
-        window = math.prod(max(1, w.size) for w in inst.window)
-        return _shape_elements(inst.shape) * window
+def _applications(inst, operands: tuple[int, ...], costs: HloCosts) -> float:
+    if inst.opcode not in APPLIES:
+        return 0.0
+    largest = max([costs.elements[v] for v in operands], default=0)
+    window = math.prod(max(1, w.size) for w in inst.window)
+    length = 1
     if inst.opcode == "sort" and operands:
         dims = costs.graph.instructions[operands[0]].shape.dims
         axis = inst.dimensions[0] if inst.dimensions else len(dims) - 1
         length = dims[axis] if 0 <= axis < len(dims) else 1
-        return costs.elements[operands[0]] * max(1, math.ceil(math.log2(max(2, length))))
-    return max([costs.elements[v] for v in operands] + [_shape_elements(inst.shape)])
+    return applications(inst.opcode, _shape_elements(inst.shape), largest, window=window, sort_length=length)
 
 
 def _size(dims: tuple[int, ...], axes) -> int:
@@ -196,41 +181,92 @@ def roofline(graph: HloGraph) -> tuple[float, float]:
 def module_seconds(text: str) -> float:
     """The roofline seconds of a module's top-level kernels, one after another on one core.
 
-    A fusion reads its operands and writes its result once; its flops are one per element of
-    each instruction inside (a dot's, two per multiply-add, its contracted size taken as its
-    left operand's elements per output row). Other instructions only move data. Loop bodies
-    count once.
+    A fusion reads its operands and writes its result once, and does its body's flops. Every
+    op's flops follow hlo/flops.py, read from the text: dimension numbers and windows from its
+    attributes, a lambda's flops from its computation. Loop bodies count once.
     """
-    hlo = HloText.parse(text)
-    fused = {i.calls for c in hlo.computations.values() for i in c.instructions.values() if i.opcode == "fusion"}
     seconds = 0.0
+    for flops, moved in _text_kernels(text):
+        seconds += core_seconds(flops, moved) + LAUNCH_S
+    return seconds
+
+
+def module_flops(text: str) -> float:
+    """The flops of a module's top-level kernels, read from its text as module_seconds reads them."""
+    return sum(flops for flops, _ in _text_kernels(text))
+
+
+def _text_kernels(text: str) -> Iterator[tuple[float, int]]:
+    """Each top-level kernel's flops and bytes moved (operands read, output written). Fusion
+    bodies and lambdas are priced in their callers; a loop's body runs its own kernels."""
+    hlo = HloText.parse(text)
+    priced_in_caller = {name for c in hlo.computations.values() for i in c.instructions.values()
+                        if i.opcode not in CONTROL_FLOW for name in i.called_computations}
     for computation in hlo.computations.values():
-        if computation.name in fused:
+        if computation.name in priced_in_caller:
             continue
         body = _by_name(computation)
         for instruction in body.values():
             if instruction.opcode in NO_KERNEL:
                 continue
             moved = sum(parse_shape(body[o].shape).nbytes for o in instruction.operands if o in body)
-            moved += parse_shape(instruction.shape).nbytes
-            flops = _fusion_flops(hlo, instruction.calls) if instruction.opcode == "fusion" else 0.0
-            seconds += core_seconds(flops, moved) + LAUNCH_S
-    return seconds
+            yield _text_flops(hlo, body, instruction), moved + parse_shape(instruction.shape).nbytes
 
 
-def _fusion_flops(hlo: HloText, computation: str) -> float:
-    body = _by_name(hlo.computations[computation])
-    flops = 0.0
-    for instruction in body.values():
-        if instruction.opcode in NO_KERNEL:
-            continue
-        shape = parse_shape(instruction.shape)
-        out = shape.elements
-        if instruction.opcode in ("dot", "convolution") and instruction.operands:
-            lhs = parse_shape(body[instruction.operands[0]].shape).elements
-            out = 2 * out * max(lhs // (math.prod(shape.dims[:-1]) or 1), 1)
-        flops += out
-    return flops
+def _text_flops(hlo: HloText, body: dict[str, InstructionLine], instruction: InstructionLine,
+                fused: bool = False) -> float:
+    """An instruction's flops as the text shows them; a fusion's are its body's. In a fusion's
+    body a data movement op counts one per output element too: the emitter computes its operands
+    per element it produces, so a broadcast repeats the work above it (a merge's cost)."""
+    if instruction.opcode == "fusion":
+        return _computation_flops(hlo, instruction.calls, fused=True)
+    kind = flop_kind(instruction.opcode)
+    out = parse_shape(instruction.shape).elements
+    if kind == FlopKind.MOVES:
+        return float(out) if fused and instruction.opcode not in NO_KERNEL else 0.0
+    operands = [parse_shape(body[o].shape) for o in instruction.operands if o in body]
+    if kind == FlopKind.CONTRACTION:
+        return float(op_flops(kind, out, _text_contracted(instruction, operands), 0))
+    if kind == FlopKind.ELEMENTWISE:
+        return float(op_flops(kind, out, 0, 0))
+    lambda_flops = sum(_computation_flops(hlo, name) for name in instruction.called_computations)
+    return float(op_flops(kind, out, 0, _text_applications(instruction, out, operands), lambda_flops))
+
+
+def _text_applications(instruction: InstructionLine, out: int, operands: list[Shape]) -> float:
+    sizes = _WINDOW_SIZE.search(instruction.attributes.get("window", ""))
+    window = math.prod(int(d) for d in sizes.group(1).split("x")) if sizes else 1
+    length = 1
+    if instruction.opcode == "sort" and operands:
+        axis = [int(d) for d in _DIMS.findall(instruction.attributes.get("dimensions", ""))]
+        dims = operands[0].dims
+        length = dims[axis[0]] if axis and axis[0] < len(dims) else (dims[-1] if dims else 1)
+    largest = max((o.elements for o in operands), default=0)
+    return applications(instruction.opcode, out, largest, window=window, sort_length=length)
+
+
+def _text_contracted(instruction: InstructionLine, operands: list[Shape]) -> int:
+    """A dot's contracting size (its left operand's lhs_contracting_dims), a convolution's
+    (its kernel's elements over its output features, the `o` of dim_labels)."""
+    if len(operands) < 2:
+        return 0
+    if instruction.opcode == "dot":
+        axes = _DIMS.findall(instruction.attributes.get("lhs_contracting_dims", ""))
+        return _size(operands[0].dims, [int(a) for a in axes])
+    kernel_labels = instruction.attributes.get("dim_labels", "_").split("_")[1].split("->")[0]
+    out_feature = kernel_labels.find("o")
+    kernel = operands[-1]
+    features = kernel.dims[out_feature] if 0 <= out_feature < len(kernel.dims) else 1
+    return kernel.elements // max(features, 1)
+
+
+def _computation_flops(hlo: HloText, name: str, fused: bool = False) -> float:
+    body = _by_name(hlo.computations[name])
+    return sum(_text_flops(hlo, body, instruction, fused) for instruction in body.values())
+
+
+_WINDOW_SIZE = re.compile(r"(?<![\w_])size=([\dx]+)")
+_DIMS = re.compile(r"\d+")
 
 
 def _by_name(computation: ComputationText) -> dict[str, InstructionLine]:

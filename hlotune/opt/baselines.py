@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from hlotune.errors import HlotuneError
-from hlotune.hlo.costs import ELEMENTWISE
+from hlotune.hlo.flops import ELEMENTWISE
 from hlotune.hlo.opcodes import OPCODE_NAMES
 from hlotune.opt.costs import OpGraph
 from hlotune.opt.device import DeviceModel

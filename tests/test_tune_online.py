@@ -77,13 +77,13 @@ def test_ridge_gives_one_answer_in_either_form():
     few choices in the primal: both must give the ridge (and, unpenalised, the minimum-norm
     least-squares) coefficients, duplicated columns sharing their effect."""
     rng = np.random.default_rng(0)
-    for configs, choices in ((12, 40), (40, 12)):
-        x = (rng.random((configs, choices)) < 0.3).astype(float)
+    for configs, columns in ((12, 40), (40, 12)):
+        x = (rng.random((configs, columns)) < 0.3).astype(float)
         x[:, 1] = x[:, 0]
         y = rng.normal(size=configs)
         xc, yc = x - x.mean(axis=0), y - y.mean()
         for penalty in (0.0, 2.0):
-            expected = np.linalg.pinv(xc.T @ xc + penalty * np.eye(choices)) @ xc.T @ yc
+            expected = np.linalg.pinv(xc.T @ xc + penalty * np.eye(columns)) @ xc.T @ yc
             assert np.allclose(ridge(x, y, penalty), expected, atol=1e-8)
         assert np.isclose(ridge(x, y, 0.0)[0], ridge(x, y, 0.0)[1])
 

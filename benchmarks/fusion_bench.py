@@ -105,9 +105,7 @@ def main() -> None:
         return
     policy, _ = GOPolicy.load(PRETRAINED_DIR)
     log = harness.RowLog(args.out, lines=True)
-    for program in args.programs:
-        if program in log.done("program"):
-            continue
+    for program in log.todo("program", args.programs):
         row = bench(program, policy, args.random, args.measured, args.seed)
         log.add(row)
         print(json.dumps(row), flush=True)

@@ -85,9 +85,7 @@ def main() -> None:
             log.replace(row, rescored(row))
         print(markdown(log.rows))
         return
-    for program in args.programs:
-        if program in log.done("program"):
-            continue
+    for program in log.todo("program", args.programs):
         row = bench(program, args.configs, args.seed)
         log.add(row)
         print(json.dumps({k: v for k, v in row.items() if k != "configs"}), flush=True)

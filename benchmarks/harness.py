@@ -100,6 +100,11 @@ class RowLog:
         """The values of `key` over the rows so far: what a resumed run skips."""
         return {row[key] for row in self.rows}
 
+    def todo(self, key: str, values: Iterable) -> list:
+        """`values` that no row has as its `key` yet: what a resumed run still measures."""
+        done = self.done(key)
+        return [value for value in values if value not in done]
+
 
 # Tables: `align` has a letter a column, "l" or "r"; left throughout where it is None. Markdown
 # tables are left unpadded, as docs/ holds them; an empty cell prints as `| |`.

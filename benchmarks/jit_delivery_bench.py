@@ -121,11 +121,10 @@ def main() -> None:
         return
     log = harness.RowLog(args.out or Path(tempfile.mkdtemp()) / "rows.jsonl", lines=True)
     with tempfile.TemporaryDirectory() as folder:
-        for name in args.programs:
-            if name not in log.done("program"):
-                row = run(name, Path(folder), args.budget, args.seed, args.rounds)
-                print(f"{name}: reported {row['reported']:.3f}x, delivered {row['delivered']:.3f}x", file=sys.stderr)
-                log.add(row)
+        for name in log.todo("program", args.programs):
+            row = run(name, Path(folder), args.budget, args.seed, args.rounds)
+            print(f"{name}: reported {row['reported']:.3f}x, delivered {row['delivered']:.3f}x", file=sys.stderr)
+            log.add(row)
     print(report([row for row in log.rows if row["program"] in args.programs]))
     print(f"\n{os.cpu_count()} cores; budget {args.budget}, seed {args.seed}, {args.rounds} rounds.")
 

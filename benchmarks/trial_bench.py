@@ -252,12 +252,11 @@ def main() -> None:
         return
     log = harness.RowLog(args.out or Path(tempfile.mkdtemp()) / "rows.jsonl", lines=True)
     with tempfile.TemporaryDirectory() as folder:
-        for name in args.programs:
-            if name not in log.done("program"):
-                rows = run(name, Path(folder), args.budget, args.seed, args.processes, args.calls, args.seconds,
-                           args.rounds)
-                print(f"{name}: {len(rows)} jobs", file=sys.stderr)
-                log.add(*rows)
+        for name in log.todo("program", args.programs):
+            rows = run(name, Path(folder), args.budget, args.seed, args.processes, args.calls, args.seconds,
+                       args.rounds)
+            print(f"{name}: {len(rows)} jobs", file=sys.stderr)
+            log.add(*rows)
     print(report([row for row in log.rows if row["program"] in args.programs]))
     print(f"\n{os.cpu_count()} cores; budget {args.budget}, seed {args.seed}, {args.processes} jobs of "
           f"{args.calls} calls (and {args.seconds:g} s), {args.rounds} rounds.")

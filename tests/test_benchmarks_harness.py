@@ -127,6 +127,13 @@ def test_rows_round_trip(tmp_path, lines):
     assert path.read_text() == expected
 
 
+def test_a_resumed_log_measures_only_what_it_has_not(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    harness.RowLog(path, lines=True).add({"program": "b", "x": 1})
+    resumed = harness.RowLog(path, lines=True)
+    assert resumed.todo("program", ["a", "b", "c"]) == ["a", "c"]
+
+
 @pytest.mark.parametrize("text", [None, '{"program": "a"}\n{"program": '])
 def test_a_missing_or_corrupt_results_file_exits_in_one_line(tmp_path, text):
     path = tmp_path / "rows.jsonl"

@@ -104,12 +104,14 @@ def fleet_database(folder: Path, label: str, rates: dict[str, float], before: di
 
 
 def tune(location: str, allocation: str, budget: int | None, each: int, seed: int, only: set[str] | None = None,
-         seconds: float | None = None) -> dict:
+         seconds: float | None = None, warm_start: int | None = None) -> dict:
     """`allocation` (`each`: everything's budget a program) within `budget` measured configs
     and/or `seconds` of tuning; `everything` over the programs named `only` where given (those a
     grown fleet added). The tunes of `time` and `saving` order their warm start by the fleet
     portfolio, as `hlotune fleet tune` does; the others newest first. `time-flat` is `time`
-    with it off, `saving-flat` `saving` with both learned parts off."""
+    with it off, `saving-flat` `saving` with both learned parts off. `warm_start` is how many of
+    other programs' winners each tune tries first (TuneOptions' default where None); the
+    search's own first configs (the shipped portfolio's) fill the rest of a probe."""
     from hlotune.fleet.allocation import ALLOCATIONS as KINDS, FULL, PROBE
     from hlotune.fleet.tune import fleet_tune
     from hlotune.tuning.options import TuneOptions
@@ -128,10 +130,11 @@ def tune(location: str, allocation: str, budget: int | None, each: int, seed: in
                 or KINDS[allocation if allocation in KINDS else FLAT[allocation]].allocate)
     result = fleet_tune(location, allocate=allocate, budget=budget, hours=None if seconds is None else seconds / 3600,
                         seed=seed, show=True,
-                        options=TuneOptions(fleet_portfolio=_portfolio(allocation)))
+                        options=TuneOptions(fleet_portfolio=_portfolio(allocation),
+                                            **({} if warm_start is None else {"warm_start": warm_start})))
     return {"measured": result.measured, "tuning_s": result.seconds,
             "tunes": [{"program": o.recording.name, "budget": o.budget, "measured": o.measured,
-                       "found": o.found, "speedup": o.speedup} for o in result.outcomes],
+                       "seconds": o.seconds, "found": o.found, "speedup": o.speedup} for o in result.outcomes],
             "verified": {o.recording.name: result.verified[o.recording.fingerprint]
                          for o in result.outcomes if o.recording.fingerprint in result.verified}}
 
@@ -214,6 +217,9 @@ def main() -> None:
     parser.add_argument("--equal", choices=EQUAL, default=EQUAL[0],
                         help="what the share is of: everything's tuning seconds in the same seed (the goal's "
                              "measure, the default) or its measured configs")
+    parser.add_argument("--warm-start", type=int,
+                        help="other programs' winners each tune tries first (default: TuneOptions'); the shipped "
+                             "portfolio's first configs fill the rest of a probe")
     parser.add_argument("--folder", type=Path, help="keep the databases here (default: one in the temporary folder, named after --out)")
     parser.add_argument("--report", type=Path, help="print the tables of a results file and stop")
     parser.add_argument("--plot", type=Path, help="with --report: draw each run's saving against its tuning time here")
@@ -224,7 +230,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         rows = harness.read_rows(args.report, lines=True)
-        print("\n\n".join((report(rows), summary(rows), versus(rows), learned(rows), agreement(rows), noise(rows))))
+        print("\n\n".join((report(rows), summary(rows), shortfall(rows), versus(rows), learned(rows), agreement(rows),
+                             noise(rows))))
         if args.plot:
             plot(rows, args.plot)
         return
@@ -242,10 +249,10 @@ def main() -> None:
         print(noise(log.rows))
         return
     for allocation in args.allocations:
-        runs = {(_kind(row), _share(row), _equal(row)): row for row in log.rows
+        runs = {(_kind(row), _share(row), _equal(row), row.get("warm_start")): row for row in log.rows
                 if row.get("draw") == args.draw and row.get("seed") == args.seed}
-        row = runs.get((allocation, 1.0, "configs") if allocation == "everything"
-                       else (allocation, args.share, args.equal))
+        row = runs.get((allocation, 1.0, "configs", None) if allocation == "everything"
+                       else (allocation, args.share, args.equal, args.warm_start))
         if row is not None and set(row["after"]) >= set(before):
             continue
         if row is not None and allocation != "everything":
@@ -273,10 +280,15 @@ def main() -> None:
         label = allocation if allocation == "everything" or args.share == QUARTER else f"{allocation}-{args.share:g}"
         if allocation != "everything" and args.equal == "time":
             label += "-time"
+        if allocation != "everything" and args.warm_start is not None:
+            label += f"-warm{args.warm_start}"
         location = fleet_database(folder, f"{label}-draw{args.draw}-seed{args.seed}", rates, before)
-        tuned = tune(location, allocation, budget, args.everything_budget, args.seed, seconds=seconds)
+        warm_start = None if allocation == "everything" else args.warm_start
+        tuned = tune(location, allocation, budget, args.everything_budget, args.seed, seconds=seconds,
+                     warm_start=warm_start)
         log.add({"kind": allocation, "share": 1.0 if allocation == "everything" else args.share,
                  "equal": "configs" if allocation == "everything" else args.equal,
+                 **({} if warm_start is None else {"warm_start": warm_start}),
                  "fleet_portfolio": _portfolio(allocation),
                  "draw": args.draw, "seed": args.seed, "budget": budget, "budget_s": seconds,
                  "reference_seed": args.seed if reference is None else reference["seed"],
@@ -331,6 +343,38 @@ def _share_of(row: dict, base: dict | None, before: dict[str, dict]) -> str:
         return "—"
     share, low, high = _paired_ratio(saving(row, before), theirs)
     return f"{share:.0%} [{low:.0%}, {high:.0%}]"
+
+
+def shortfall(rows: list[dict]) -> str:
+    """Where each allocation run's saving falls short of everything's in its draw and seed, by
+    what the run did with each program: never tuned, stopped at its probe, or tuned on (what a
+    tune there found short of everything's, or the same config delivering less in its process).
+    Then the share against the mean of everything's seeds in the draw: a re-tune of everything
+    moves too."""
+    from hlotune.fleet.allocation import PROBE
+
+    runs = [row for row in rows if row["kind"] in ALLOCATIONS]
+    before = _recorded(rows)
+    reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
+    cells = []
+    for row in runs:
+        base = reference.get(_reference_key(row))
+        if base is None or base is row:
+            continue
+        ours, theirs = saving(row, before), saving(base, before)
+        budgets = {}
+        for tune in row["tuned"]["tunes"]:
+            budgets[tune["program"]] = max(budgets.get(tune["program"], 0), tune["budget"])
+        stage = {name: "never" if name not in budgets else "probe" if budgets[name] <= PROBE else "on" for name in ours}
+        total = sum(theirs.values())
+        lost = {kind: sum(theirs[n] - ours[n] for n in ours if stage[n] == kind) / total for kind in ("never", "probe", "on")}
+        pooled = np.mean([sum(saving(r, before).values()) for key, r in reference.items() if key[0] == row["draw"]])
+        cells.append([f"{row['draw']}/{row['seed']}", _label(row), f"{1 - sum(ours.values()) / total:.0%}",
+                      *(f"{lost[kind]:.0%}" for kind in ("never", "probe", "on")),
+                      f"{sum(ours.values()) / pooled:.0%}"])
+    header = ("draw/seed", "allocation", "short of everything's", "never tuned", "stopped at the probe", "tuned on",
+              "of everything's mean over seeds")
+    return harness.markdown(header, cells, align="llrrrrr")
 
 
 def versus(rows: list[dict]) -> str:
@@ -393,7 +437,7 @@ def agreement(rows: list[dict]) -> str:
 def _pairs(rows: list[dict], kind: str) -> list[tuple[dict, dict]]:
     """Each `kind` run with every other allocation's run of the same draw, seed and share."""
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
-    key = lambda row: (row["draw"], row["seed"], _share(row), _equal(row))  # noqa: E731
+    key = lambda row: (row["draw"], row["seed"], _share(row), _equal(row), row.get("warm_start"))  # noqa: E731
     return [(ours, theirs) for ours in runs if _kind(ours) == kind
             for theirs in runs if _kind(theirs) not in (kind, "everything") and key(theirs) == key(ours)]
 
@@ -428,6 +472,8 @@ def _equal(row: dict) -> str:
 def _label(row: dict) -> str:
     share = _share(row)
     label = _kind(row) if share in (1.0, QUARTER) else f"{_kind(row)} at {share:g}"
+    if "warm_start" in row:
+        label += f", {row['warm_start']} winners first"
     return label + (", equal time" if row["kind"] != "everything" and _equal(row) == "time" else "")
 
 

@@ -230,8 +230,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         rows = harness.read_rows(args.report, lines=True)
-        print("\n\n".join((report(rows), summary(rows), shortfall(rows), versus(rows), learned(rows), agreement(rows),
-                             noise(rows))))
+        print("\n\n".join((report(rows), summary(rows), shortfall(rows), foresight(rows), versus(rows), learned(rows),
+                             agreement(rows), noise(rows))))
         if args.plot:
             plot(rows, args.plot)
         return
@@ -375,6 +375,50 @@ def shortfall(rows: list[dict]) -> str:
     header = ("draw/seed", "allocation", "short of everything's", "never tuned", "stopped at the probe", "tuned on",
               "of everything's mean over seeds")
     return harness.markdown(header, cells, align="llrrrrr")
+
+
+def foresight(rows: list[dict]) -> str:
+    """What a quarter could keep at best: per everything run, the share of its tuning time that
+    full tunes of the programs that saved most per tuning second take to reach 75% and 90% of
+    its saving, knowing in advance where the saving is; and, not knowing, what probing at PROBE
+    configs in recorded-time order down to the last of those programs and tuning them on takes
+    (`time` with probes that never miss). A program's seconds a config are the mean over the
+    rows' tunes that recorded seconds (the fleet's mean where none did)."""
+    from hlotune.fleet.allocation import PROBE
+
+    tunes = [t for row in rows if row["kind"] in ALLOCATIONS for t in row["tuned"]["tunes"] if "seconds" in t]
+    if not tunes:
+        return "foresight: no tune recorded its seconds yet"
+    seconds, configs = {}, {}
+    for t in tunes:
+        seconds[t["program"]] = seconds.get(t["program"], 0.0) + t["seconds"]
+        configs[t["program"]] = configs.get(t["program"], 0) + t["measured"]
+    mean = sum(seconds.values()) / max(sum(configs.values()), 1)
+    before = _recorded(rows)
+    cells = []
+    for row in (r for r in rows if r["kind"] == "everything"):
+        saved = saving(row, before)
+        each = {n: seconds[n] / configs[n] if configs.get(n) else mean for n in saved}
+        full, total = sum(each.values()), sum(saved.values())
+        order = sorted(saved, key=lambda n: -saved[n] / each[n])
+        kept = np.cumsum([saved[n] for n in order]) / total
+        chosen = [order[:np.searchsorted(kept, goal) + 1] for goal in (0.75, 0.9)]
+        by_time = sorted(saved, key=lambda n: -row["rates"][n] * before[n]["jit_ms"])
+        per_program = row["budget"] / len(saved)
+        cells.append([f"{row['draw']}/{row['seed']}", *(f"{sum(each[n] for n in c) / full:.0%}" for c in chosen),
+                      *(f"{_probed_to(c, by_time, each, PROBE, per_program) / full:.0%}" for c in chosen)])
+    header = ("draw/seed", "foresight: 75%", "foresight: 90%", "probed in time order: 75%", "probed in time order: 90%")
+    return harness.markdown(header, cells, align="lrrrr") + (
+        f"\n\n(seconds a config measured for {len(seconds)} of {len(before)} programs; the others at the mean)")
+
+
+def _probed_to(chosen: list[str], by_time: list[str], each: dict[str, float], probe: int, per_program: float) -> float:
+    """Seconds, in units of a program's full tune at one config's cost, that probing in
+    recorded-time order down to the last of `chosen` and tuning `chosen` on to the full budget
+    take: what `time` spends when each probe tells truly."""
+    depth = max(by_time.index(name) for name in chosen) + 1
+    probes = sum(each[name] for name in by_time[:depth]) * probe / per_program
+    return probes + sum(each[name] for name in chosen) * (per_program - probe) / per_program
 
 
 def versus(rows: list[dict]) -> str:

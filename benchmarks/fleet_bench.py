@@ -347,10 +347,10 @@ def _share_of(row: dict, base: dict | None, before: dict[str, dict]) -> str:
 
 def shortfall(rows: list[dict]) -> str:
     """Where each allocation run's saving falls short of everything's in its draw and seed, by
-    what the run did with each program: never tuned, stopped at its probe, or tuned on (what a
-    tune there found short of everything's, or the same config delivering less in its process).
-    Then the share against the mean of everything's seeds in the draw: a re-tune of everything
-    moves too."""
+    what the run did with each program: never tuned, probed only (its probe kept too little, or
+    the budget ended before its tune on), or tuned on (a tune that found less than
+    everything's, or the same config delivering less in its process). Then the share of the
+    mean of everything's seeds in the draw, since a re-tune of everything moves too."""
     from hlotune.fleet.allocation import PROBE
 
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
@@ -372,7 +372,7 @@ def shortfall(rows: list[dict]) -> str:
         cells.append([f"{row['draw']}/{row['seed']}", _label(row), f"{1 - sum(ours.values()) / total:.0%}",
                       *(f"{lost[kind]:.0%}" for kind in ("never", "probe", "on")),
                       f"{sum(ours.values()) / pooled:.0%}"])
-    header = ("draw/seed", "allocation", "short of everything's", "never tuned", "stopped at the probe", "tuned on",
+    header = ("draw/seed", "allocation", "short of everything's", "never tuned", "probed only", "tuned on",
               "of everything's mean over seeds")
     return harness.markdown(header, cells, align="llrrrrr")
 

@@ -351,8 +351,6 @@ def shortfall(rows: list[dict]) -> str:
     the budget ended before its tune on), or tuned on (a tune that found less than
     everything's, or the same config delivering less in its process). Then the share of the
     mean of everything's seeds in the draw, since a re-tune of everything moves too."""
-    from hlotune.fleet.allocation import PROBE
-
     runs = [row for row in rows if row["kind"] in ALLOCATIONS]
     before = _recorded(rows)
     reference = {(r["draw"], r["seed"]): r for r in runs if r["kind"] == "everything"}
@@ -361,20 +359,27 @@ def shortfall(rows: list[dict]) -> str:
         base = reference.get(_reference_key(row))
         if base is None or base is row:
             continue
-        ours, theirs = saving(row, before), saving(base, before)
-        budgets = {}
-        for tune in row["tuned"]["tunes"]:
-            budgets[tune["program"]] = max(budgets.get(tune["program"], 0), tune["budget"])
-        stage = {name: "never" if name not in budgets else "probe" if budgets[name] <= PROBE else "on" for name in ours}
-        total = sum(theirs.values())
-        lost = {kind: sum(theirs[n] - ours[n] for n in ours if stage[n] == kind) / total for kind in ("never", "probe", "on")}
+        ours, lost = sum(saving(row, before).values()), losses(row, base, before)
         pooled = np.mean([sum(saving(r, before).values()) for key, r in reference.items() if key[0] == row["draw"]])
-        cells.append([f"{row['draw']}/{row['seed']}", _label(row), f"{1 - sum(ours.values()) / total:.0%}",
-                      *(f"{lost[kind]:.0%}" for kind in ("never", "probe", "on")),
-                      f"{sum(ours.values()) / pooled:.0%}"])
+        cells.append([f"{row['draw']}/{row['seed']}", _label(row), f"{sum(lost.values()):.0%}",
+                      *(f"{share:.0%}" for share in lost.values()), f"{ours / pooled:.0%}"])
     header = ("draw/seed", "allocation", "short of everything's", "never tuned", "probed only", "tuned on",
               "of everything's mean over seeds")
     return harness.markdown(header, cells, align="llrrrrr")
+
+
+def losses(row: dict, base: dict, before: dict[str, dict]) -> dict[str, float]:
+    """`row`'s saving short of `base`'s, as shares of `base`'s, by what `row` did with each
+    program: never tuned, probed only, tuned on. They sum to 1 - row's saving / base's."""
+    from hlotune.fleet.allocation import PROBE
+
+    ours, theirs = saving(row, before), saving(base, before)
+    budgets: dict[str, int] = {}
+    for tune in row["tuned"]["tunes"]:
+        budgets[tune["program"]] = max(budgets.get(tune["program"], 0), tune["budget"])
+    stage = {name: "never" if name not in budgets else "probed" if budgets[name] <= PROBE else "on" for name in ours}
+    total = sum(theirs.values())
+    return {kind: sum(theirs[n] - ours[n] for n in ours if stage[n] == kind) / total for kind in ("never", "probed", "on")}
 
 
 def foresight(rows: list[dict]) -> str:

@@ -3,11 +3,13 @@ roofline on its text, and the gain model's features on its TpuGraphs arrays."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
 
+from hlotune.errors import HlotuneError
 from hlotune.fleet.program_features import FEATURE_NAMES, program_features
 from hlotune.hlo.costs import module_flops, roofline
 from hlotune.hlo.featurize import featurize
@@ -58,3 +60,9 @@ def test_the_rule_prices_numbers_and_arrays_alike():
     assert one_by_one == [60.0, 10.0, 40.0, 0.0]
     np.testing.assert_array_equal(op_flops(np.array(kinds), *map(np.array, (elements, contracted, applied))),
                                   one_by_one)
+
+
+def test_a_text_without_instructions_is_an_error_not_zero_flops():
+    text = jax.jit(jnp.tanh).lower(X).as_text(dialect="hlo")  # names without %: not XLA's print
+    with pytest.raises(HlotuneError, match="no HLO instructions"):
+        module_flops(text)

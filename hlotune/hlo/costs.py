@@ -200,6 +200,8 @@ def _text_kernels(text: str) -> Iterator[tuple[float, int]]:
     """Each top-level kernel's flops and bytes moved (operands read, output written). Fusion
     bodies and lambdas are priced in their callers; a loop's body runs its own kernels."""
     hlo = HloText.parse(text)
+    if not any(c.instructions for c in hlo.computations.values()):
+        raise HlotuneError("no HLO instructions in the module text: pass it as XLA prints it (names with %)")
     priced_in_caller = {name for c in hlo.computations.values() for i in c.instructions.values()
                         if i.opcode not in CONTROL_FLOW for name in i.called_computations}
     for computation in hlo.computations.values():

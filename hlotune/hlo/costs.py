@@ -203,7 +203,7 @@ def _text_kernels(text: str) -> Iterator[tuple[float, int]]:
     if not any(c.instructions for c in hlo.computations.values()):
         raise HlotuneError("no HLO instructions in the module text: pass it as XLA prints it (names with %)")
     priced_in_caller = {name for c in hlo.computations.values() for i in c.instructions.values()
-                        if i.opcode not in CONTROL_FLOW for name in i.called_computations}
+                        if i.opcode == "fusion" or i.opcode in APPLIES for name in i.called_computations}
     for computation in hlo.computations.values():
         if computation.name in priced_in_caller:
             continue

@@ -16,7 +16,8 @@ tuning seconds in the same seed (`--share`, a quarter by default; `--equal confi
 measured configs, as runs before issue 61's second part were), `time` (most recorded time
 first, a probe of 6 each, then 32 where it kept a gain: the early stop; its tunes warm-started
 from the fleet portfolio, as `hlotune fleet tune` runs them), `time-flat` (the same, warm
-starts newest first), `halving` (probe all, then more to the most promising), `probe` (probe
+starts newest first), `time-probe2` (`time` with a second probe of 6 at once after a probe that
+kept nothing), `halving` (probe all, then more to the most promising), `probe` (probe
 all at the portfolio's first configs, then the winners at 32: halving with one step), `model`
 (halving steered by the gain model), `saving` (expected saving a day per tuning second, the
 gain model's expectation, the early stop, the fleet portfolio) and `saving-flat` (the same with
@@ -59,7 +60,7 @@ QUARTER = 0.25
 SIGMA, MEDIAN_CALLS = 2.0, 1000.0
 HEAVY_DRAW, HEAVY_PROGRAM = 3, "flax_transformer"
 EQUAL = ("time", "configs")  # an allocation's budget: a share of everything's tuning seconds, or of its configs
-ALLOCATIONS = ("everything", "halving", "time", "time-flat", "probe", "model", "saving", "saving-flat")
+ALLOCATIONS = ("everything", "halving", "time", "time-flat", "time-probe2", "probe", "model", "saving", "saving-flat")
 LEARNED = "saving"  # the allocation `versus` sets against the others
 FLAT = {"time-flat": "time", "saving-flat": "saving"}  # an allocation with its learned parts off: -> the one on
 
@@ -112,7 +113,7 @@ def tune(location: str, allocation: str, budget: int | None, each: int, seed: in
     with it off, `saving-flat` `saving` with both learned parts off. `warm_start` is how many of
     other programs' winners each tune tries first (TuneOptions' default where None); the
     search's own first configs (the shipped portfolio's) fill the rest of a probe."""
-    from hlotune.fleet.allocation import ALLOCATIONS as KINDS, FULL, PROBE
+    from hlotune.fleet.allocation import ALLOCATIONS as KINDS, FULL, PROBE, by_time
     from hlotune.fleet.tune import fleet_tune
     from hlotune.tuning.options import TuneOptions
 
@@ -126,7 +127,10 @@ def tune(location: str, allocation: str, budget: int | None, each: int, seed: in
         for outcome in sorted((o for o in rung if o.promise > 0), key=lambda o: -o.promise):
             spend(outcome.recording, FULL)
 
-    allocate = ({"everything": everything, "probe": probe}.get(allocation)
+    def probe_twice(programs, spend):
+        by_time(programs, spend, probes=2)
+
+    allocate = ({"everything": everything, "probe": probe, "time-probe2": probe_twice}.get(allocation)
                 or KINDS[allocation if allocation in KINDS else FLAT[allocation]].allocate)
     result = fleet_tune(location, allocate=allocate, budget=budget, hours=None if seconds is None else seconds / 3600,
                         seed=seed, show=True,
@@ -230,8 +234,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.report:
         rows = harness.read_rows(args.report, lines=True)
-        print("\n\n".join((report(rows), summary(rows), shortfall(rows), foresight(rows), versus(rows), learned(rows),
-                             agreement(rows), noise(rows))))
+        print("\n\n".join((report(rows), summary(rows), shortfall(rows), reach(rows), foresight(rows), versus(rows),
+                             learned(rows), agreement(rows), noise(rows))))
         if args.plot:
             plot(rows, args.plot)
         return
@@ -382,6 +386,30 @@ def losses(row: dict, base: dict, before: dict[str, dict]) -> dict[str, float]:
     return {kind: sum(theirs[n] - ours[n] for n in ours if stage[n] == kind) / total for kind in ("never", "probed", "on")}
 
 
+def reach(rows: list[dict]) -> str:
+    """How far down the fleet each `time` run got: the programs it probed, those it tuned on,
+    the configs of the probes it went no further with (probed only), and whether its budget
+    lasted into the second pass (a program tuned again after the next ones). A second probe of
+    the stopped programs there costs nothing where that pass is never reached, and does nothing;
+    given at once (`time-probe2`), it costs what their probes took again, out of the programs
+    not yet reached."""
+    from hlotune.fleet.allocation import FULL
+
+    cells = []
+    for row in (r for r in rows if r["kind"] in ("time", "time-probe2")):
+        tunes = row["tuned"]["tunes"]
+        on = {t["program"] for t in tunes if t["budget"] >= FULL}
+        probes = [t for t in tunes if t["program"] not in on]
+        visits = [t["program"] for i, t in enumerate(tunes) if i == 0 or tunes[i - 1]["program"] != t["program"]]
+        cells.append([f"{row['draw']}/{row['seed']}", _label(row), f"{len({t['program'] for t in tunes})} of "
+                      f"{len(row['after'])}", str(len(on)), str(len({t['program'] for t in probes})),
+                      f"{sum(t['measured'] for t in probes) / row['tuned']['measured']:.0%}",
+                      "yes" if len(visits) > len(set(visits)) else "no"])
+    header = ("draw/seed", "allocation", "probed", "tuned on", "probed only", "their share of the configs",
+              "second pass reached")
+    return harness.markdown(header, cells, align="llrrrrl")
+
+
 def foresight(rows: list[dict]) -> str:
     """What a quarter could keep at best: per everything run, the share of its tuning time that
     full tunes of the programs that saved most per tuning second take to reach 75% and 90% of
@@ -499,7 +527,7 @@ def _reference_key(row: dict) -> tuple[int, int]:
 
 def _portfolio(allocation: str) -> bool:
     """Whether the allocation's tunes warm-start from the fleet portfolio (`tune`)."""
-    return allocation in FLAT.values()
+    return allocation in FLAT.values() or allocation == "time-probe2"
 
 
 def _kind(row: dict) -> str:

@@ -96,6 +96,21 @@ def test_time_probes_in_time_order_tunes_on_what_kept_a_gain_and_the_rest_after(
     assert spent == [("a", PROBE), ("b", PROBE), ("b", FULL), ("c", PROBE), ("a", FULL), ("c", FULL)]
 
 
+def test_time_with_two_probes_probes_again_at_once_before_stopping():
+    """`a`'s first probe keeps nothing and its second a gain, so it is tuned on; `b` keeps
+    nothing in either probe and waits for the second pass."""
+    programs = [_recording(name, seconds) for name, seconds in (("a", 9.0), ("b", 5.0))]
+    spent = []
+
+    def spend(program, budget):
+        spent.append((program.name, budget))
+        kept = 1.3 if program.name == "a" and budget > PROBE else 1.0
+        return Outcome(program, budget, budget, 1.0, kept, kept)
+
+    by_time(programs, spend, probes=2)
+    assert spent == [("a", PROBE), ("a", 2 * PROBE), ("a", FULL), ("b", PROBE), ("b", 2 * PROBE), ("b", FULL)]
+
+
 def test_an_allocation_stops_where_the_budget_is_spent():
     programs = [_recording(name, 1.0) for name in "abc"]
     spent = []

@@ -46,3 +46,21 @@ def test_foresight_costs_no_more_than_probing_in_time_order(bench, rows):
     for line in table:
         _, knew_75, knew_90, probed_75, probed_90 = (cell.strip().rstrip("%") for cell in line.strip("|").split("|"))
         assert int(knew_75) <= int(knew_90) and int(knew_75) <= int(probed_75) and int(knew_90) <= int(probed_90)
+
+
+def test_reach_counts_each_probed_program_once_and_sees_a_second_pass(bench, rows):
+    """Every probed program was tuned on or kept its empty probe; a run whose budget outlasted
+    the first pass (a stopped program tuned on later) reads as reaching the second pass."""
+    def cells(table):
+        return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
+
+    for _, _, probed, on, empty, _, second in cells(bench.reach(rows)):
+        assert int(probed.split(" of ")[0]) == int(on) + int(empty) and second == "no"
+    tunes = [{"program": "a", "budget": 6, "measured": 6, "speedup": 1.0},
+             {"program": "b", "budget": 6, "measured": 6, "speedup": 1.5},
+             {"program": "b", "budget": 32, "measured": 26, "speedup": 1.6},
+             {"program": "a", "budget": 32, "measured": 26, "speedup": 1.3}]
+    run = {"kind": "time", "draw": 0, "seed": 0, "share": 0.25, "equal": "time", "fleet_portfolio": True,
+           "tuned": {"tunes": tunes, "measured": 64}, "after": {"a": {}, "b": {}}}
+    [(_, _, probed, on, empty, share, second)] = cells(bench.reach([run]))
+    assert (probed, on, empty, share, second) == ("2 of 2", "2", "0", "0%", "yes")

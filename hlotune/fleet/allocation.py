@@ -79,10 +79,12 @@ def _climb(rung: list[Outcome], spend: Spender) -> None:
         rung = [spend(o.recording, budget) for o in promising[:max(1, len(rung) // ETA)]]
 
 
-def by_time(programs: list[Recording], spend: Spender) -> None:
+def by_time(programs: list[Recording], spend: Spender, probes: int = 1) -> None:
+    """`time`; with `probes` > 1, a probe that kept nothing is followed at once by another of
+    PROBE configs, up to `probes` in all, before the program is stopped."""
     passed = []
     for program in programs:
-        if spend(program, PROBE).speedup >= STOP_BELOW:
+        if any(spend(program, PROBE * k).speedup >= STOP_BELOW for k in range(1, probes + 1)):
             spend(program, FULL)
         else:
             passed.append(program)

@@ -374,14 +374,15 @@ def shortfall(rows: list[dict]) -> str:
 
 def losses(row: dict, base: dict, before: dict[str, dict]) -> dict[str, float]:
     """`row`'s saving short of `base`'s, as shares of `base`'s, by what `row` did with each
-    program: never tuned, probed only, tuned on. They sum to 1 - row's saving / base's."""
-    from hlotune.fleet.allocation import PROBE
+    program: never tuned, probed only (short of a full tune: one probe or more), tuned on.
+    They sum to 1 - row's saving / base's."""
+    from hlotune.fleet.allocation import FULL
 
     ours, theirs = saving(row, before), saving(base, before)
     budgets: dict[str, int] = {}
     for tune in row["tuned"]["tunes"]:
         budgets[tune["program"]] = max(budgets.get(tune["program"], 0), tune["budget"])
-    stage = {name: "never" if name not in budgets else "probed" if budgets[name] <= PROBE else "on" for name in ours}
+    stage = {name: "never" if name not in budgets else "probed" if budgets[name] < FULL else "on" for name in ours}
     total = sum(theirs.values())
     return {kind: sum(theirs[n] - ours[n] for n in ours if stage[n] == kind) / total for kind in ("never", "probed", "on")}
 

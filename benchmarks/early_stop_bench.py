@@ -38,8 +38,8 @@ import harness
 
 @dataclass(frozen=True)
 class Probed:
-    """One program's probes and full tune: best speedups after one probe, after two, after
-the full tune's configs (`configs`), and its weight."""
+    """One program's probes and full tune: the best speedups after one probe and after two,
+    the full tune's best and its configs, and the program's weight."""
 
     name: str
     probes: tuple[float, float]

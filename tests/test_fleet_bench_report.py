@@ -50,7 +50,7 @@ def test_foresight_costs_no_more_than_probing_in_time_order(bench, rows):
 
 def test_reach_counts_each_probed_program_once_and_sees_a_second_pass(bench, rows):
     """Every probed program was tuned on or kept its empty probe; a run whose budget outlasted
-    the first pass (a stopped program tuned on later) reads as reaching the second pass."""
+    the first pass (a program tuned again after the next ones) reads as reaching the second pass."""
     def cells(table):
         return [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()[2:]]
 
